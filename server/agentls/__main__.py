@@ -1,0 +1,5 @@
+"""`python -m agentls` is the `agentls` command."""
+
+from agentls.cli.main import main
+
+raise SystemExit(main())

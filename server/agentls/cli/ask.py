@@ -1,0 +1,75 @@
+"""`agentls ask PROMPT`: one prompt, one streamed answer. No tools, nothing written.
+
+Useful to check that a backend works before pointing the agent at it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from agentls import config
+from agentls.cli import exitcodes
+from agentls.llm.backend import BackendError, RetryNotice
+from agentls.llm.messages import ChatRequest, Message
+
+_NO_BACKEND_KINDS = {"auth", "connection", "model_not_found"}
+
+
+def exit_code_for(error: BackendError) -> int:
+    return exitcodes.NO_BACKEND if error.kind in _NO_BACKEND_KINDS else exitcodes.BACKEND_ERROR
+
+
+def print_retry(notice: RetryNotice) -> None:
+    print(
+        f"retry {notice.attempt}/{notice.max_retries} in {notice.delay:.1f} s: "
+        f"{notice.reason.replace('_', ' ')}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def run_ask(args: argparse.Namespace, workspace: Path) -> int:
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    flags = {"backend": args.backend} if args.backend else {}
+    try:
+        settings = config.load(workspace, flags=flags).settings
+    except config.ConfigError as exc:
+        print(f"agentls ask: {exc}", file=sys.stderr)
+        return exitcodes.CONFIG_ERROR
+    messages = [Message.system(args.system)] if args.system else []
+    messages.append(Message.user(prompt))
+    request = ChatRequest(messages, model=args.model)
+    return asyncio.run(_ask(settings, request, use_cache=not args.no_cache))
+
+
+async def _ask(settings: config.Settings, request: ChatRequest, *, use_cache: bool) -> int:
+    from agentls.llm.pool import BackendPool
+
+    pool = BackendPool(settings)
+    try:
+        backend = pool.get()
+        async for chunk in backend.stream(request, on_retry=print_retry, use_cache=use_cache):
+            if chunk.kind == "text":
+                sys.stdout.write(chunk.text)
+                sys.stdout.flush()
+            elif chunk.kind == "done" and chunk.response is not None:
+                usage = chunk.response.usage
+                note = " (cached)" if chunk.cached else ""
+                print(file=sys.stdout)
+                print(
+                    f"[{backend.name}/{chunk.response.model or backend.model}] "
+                    f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion "
+                    f"tokens{note}",
+                    file=sys.stderr,
+                )
+        return exitcodes.OK
+    except BackendError as exc:
+        if exc.partial is not None:
+            print(file=sys.stdout)
+        print(f"agentls ask: {exc}\nwhat to do: {exc.hint}", file=sys.stderr)
+        return exit_code_for(exc)
+    finally:
+        await pool.aclose()

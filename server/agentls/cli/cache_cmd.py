@@ -1,0 +1,39 @@
+"""`agentls cache stats|clear`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from agentls import config
+from agentls.cli import exitcodes
+from agentls.llm.pool import open_cache
+
+
+def run_cache(args: argparse.Namespace, workspace: Path) -> int:
+    try:
+        settings = config.load(workspace).settings
+    except config.ConfigError as exc:
+        print(f"agentls cache: {exc}", file=sys.stderr)
+        return exitcodes.CONFIG_ERROR
+    cache = open_cache(settings)
+    try:
+        if args.action == "stats":
+            stats = cache.stats()
+            if args.json:
+                print(json.dumps(asdict(stats)))
+            else:
+                print(f"directory: {stats.directory}")
+                print(f"entries:   {stats.entries}")
+                print(f"size:      {stats.size_bytes / 1024:.1f} KiB")
+                print(f"hits:      {stats.hits}")
+                print(f"misses:    {stats.misses}")
+            return exitcodes.OK
+        removed = cache.clear()
+        print(f"removed {removed} cached responses from {cache.directory}")
+        return exitcodes.OK
+    finally:
+        cache.close()

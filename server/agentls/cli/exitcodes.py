@@ -1,0 +1,14 @@
+"""Exit codes of the `agentls` command (the README has the same table)."""
+
+OK = 0
+BACKEND_ERROR = 1  # the backend answered with an error
+NO_BACKEND = 2  # no usable backend: missing, unauthenticated or unreachable
+NO_PROGRESS = 3
+MAX_ITERATIONS = 4
+USAGE = 64  # bad command-line arguments (argparse's own exits use 2 before we run)
+INVALID_JSON = 65
+PROMPT_NOT_FOUND = 66
+ARTIFACTS_UNWRITABLE = 73
+TIMEOUT = 75
+CONFIG_ERROR = 78  # the configuration is invalid: the message names the key or file
+INTERRUPTED = 130

@@ -1,0 +1,105 @@
+"""The `agentls` command: parses arguments and hands each subcommand to its module.
+
+Heavy modules (openai, diskcache, the LSP server) are imported inside the subcommand that
+needs them, so `agentls config get` and editor start-up stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from agentls import __version__
+from agentls.cli import exitcodes
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # argparse exits 2 on bad usage; 2 means "no usable backend" here, so use 64.
+        self.print_usage(sys.stderr)
+        self.exit(exitcodes.USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="agentls", description="An LLM coding agent for your editor and CI.")
+    parser.add_argument("--version", action="version", version=f"agentls {__version__}")
+    parser.add_argument(
+        "-C", "--cwd", type=Path, default=None,
+        help="workspace folder (default: the current directory)",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+
+    config = commands.add_parser("config", help="read and change settings")
+    config_cmds = config.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    config_cmds.required = True
+    get = config_cmds.add_parser("get", help="print the effective value of KEY")
+    get.add_argument("key")
+    set_ = config_cmds.add_parser("set", help="validate VALUE and store it for KEY")
+    set_.add_argument("key")
+    set_.add_argument("value")
+    set_.add_argument("--workspace", action="store_true",
+                      help="store in the workspace's .agentls/config.toml instead of the user file")
+    listing = config_cmds.add_parser("list", help="every key, its value and where it comes from")
+    listing.add_argument("--json", action="store_true", help="print one JSON object")
+    config_cmds.add_parser("path", help="print where the config files are")
+    reset = config_cmds.add_parser("reset", help="set the config file aside; defaults apply")
+    reset.add_argument("--workspace", action="store_true", help="reset the workspace file")
+
+    cache = commands.add_parser("cache", help="inspect or clear the response cache")
+    cache_cmds = cache.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    cache_cmds.required = True
+    stats = cache_cmds.add_parser("stats", help="entries, size on disk and hits")
+    stats.add_argument("--json", action="store_true", help="print one JSON object")
+    cache_cmds.add_parser("clear", help="remove every cached response")
+
+    ask = commands.add_parser("ask", help="send one prompt to the model and stream the answer "
+                              "(no tools, no edits)")
+    ask.add_argument("prompt", help="the prompt, or - to read it from stdin")
+    ask.add_argument("--backend", help="backend name (see `agentls config list`)")
+    ask.add_argument("--model", help="model name for this request")
+    ask.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    ask.add_argument("--system", help="a system prompt")
+
+    replay = commands.add_parser(
+        "replay", help="run the scripted model server (for tests and demos; not a real model)"
+    )
+    replay.add_argument("--script", required=True, type=Path, help="YAML or JSON script file")
+    replay.add_argument("--port", type=int, default=8765)
+    replay.add_argument("--host", default="127.0.0.1")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    workspace = (args.cwd or Path.cwd()).resolve()
+    try:
+        if args.command == "config":
+            from agentls.cli.config_cmd import run_config
+
+            return run_config(args, workspace)
+        if args.command == "cache":
+            from agentls.cli.cache_cmd import run_cache
+
+            return run_cache(args, workspace)
+        if args.command == "ask":
+            from agentls.cli.ask import run_ask
+
+            return run_ask(args, workspace)
+        if args.command == "replay":
+            from agentls.devtools.replay import main as replay_main
+
+            return replay_main(
+                ["--script", str(args.script), "--port", str(args.port), "--host", args.host]
+            )
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return exitcodes.INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`agentls config list | head`): not an error worth a traceback.
+        sys.stderr.close()
+        return exitcodes.OK
+    raise AssertionError(f"unhandled command {args.command!r}")

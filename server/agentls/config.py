@@ -1,0 +1,420 @@
+"""Settings: every key, its default, where values come from, and how bad values are reported.
+
+Precedence, low to high (DESIGN.md decision 10): defaults, the user config file, the
+workspace's ``.agentls/config.toml``, the environment, LSP initializationOptions /
+``workspace/configuration``, command-line flags.
+
+Environment: ``AGENTLS_<KEY>`` sets any key, with ``.`` written as ``__`` (``AGENTLS_CACHE__TTL_S``,
+``AGENTLS_BACKENDS__LOCAL__MODEL``) or, for keys outside ``backends``, as ``_``
+(``AGENTLS_CACHE_TTL_S``). ``AGENTLS_MODEL`` sets the active backend's model and
+``OPENAI_BASE_URL`` the ``openai`` backend's URL. API keys are only ever read from the
+environment variable a backend names (``api_key_env``); no config file holds them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, cast
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic.fields import FieldInfo
+
+APP_NAME = "agentls"
+WORKSPACE_DIR = ".agentls"
+
+
+class ConfigError(Exception):
+    """A configuration problem, worded for the person who has to fix it."""
+
+
+class BackendConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["openai"] = Field(
+        "openai",
+        description="Protocol: `openai` = any OpenAI-compatible chat-completions server "
+        "(OpenAI, Ollama, vLLM, llama.cpp server, LM Studio).",
+        examples=["openai"],
+    )
+    base_url: str = Field(
+        "https://api.openai.com/v1",
+        description="Base URL of the API, ending in /v1.",
+        examples=["http://localhost:11434/v1"],
+    )
+    model: str = Field("gpt-4o-mini", description="Model name sent with each request.",
+                       examples=["gpt-4o-mini"])
+    api_key_env: str | None = Field(
+        "OPENAI_API_KEY",
+        description="Name of the environment variable holding the API key; `none` when the "
+        "server needs no key. The key itself is never stored in a config file.",
+        examples=["OPENAI_API_KEY"],
+    )
+    context_max_tokens: int = Field(128_000, gt=0, description="Context window of the model.",
+                                    examples=[32768])
+    max_tokens: int = Field(4096, gt=0, description="Most tokens the model may answer with.",
+                            examples=[4096])
+    temperature: float = Field(0.2, ge=0, le=2, description="Sampling temperature, 0 to 2.",
+                               examples=[0.2])
+    timeout: float = Field(120.0, gt=0, description="Seconds to wait for the server per request.",
+                           examples=[120])
+
+
+class CacheConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(True, description="Serve identical requests from the response cache.",
+                          examples=["false"])
+    ttl_s: int = Field(7 * 24 * 3600, ge=0, description="Seconds an answer stays cached; 0 = "
+                       "forever.", examples=[86400])
+    max_mb: int = Field(256, gt=0, description="Size limit of the on-disk cache in MiB.",
+                        examples=[256])
+
+
+class RetryConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_retries: int = Field(3, ge=0, le=10, description="Retries after a rate limit, server "
+                             "error, timeout or dropped connection.", examples=[3])
+    base_delay_s: float = Field(1.0, gt=0, description="First backoff delay; doubles per retry.",
+                                examples=[1.0])
+    max_delay_s: float = Field(30.0, gt=0, description="Longest wait before a retry; a server "
+                               "asking for longer is reported instead.", examples=[30])
+
+
+def default_backends() -> dict[str, BackendConfig]:
+    return {
+        "openai": BackendConfig(),
+        "ollama": BackendConfig(base_url="http://localhost:11434/v1", model="qwen2.5-coder",
+                                api_key_env=None, context_max_tokens=32_768),
+        "vllm": BackendConfig(base_url="http://localhost:8000/v1", model="Qwen/Qwen2.5-Coder-7B",
+                              api_key_env=None, context_max_tokens=32_768),
+        "llamacpp": BackendConfig(base_url="http://localhost:8080/v1", model="default",
+                                  api_key_env=None, context_max_tokens=8_192),
+    }
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: str = Field("openai", description="Name of the backend to use (a key of "
+                         "`backends`).", examples=["ollama"])
+    backends: dict[str, BackendConfig] = Field(
+        default_factory=default_backends,
+        description="Configured model servers, by name; add your own as backends.<name>.*",
+    )
+    max_iterations: int = Field(25, gt=0, description="Most model turns in one run.",
+                                examples=[25])
+    timeout_ms: int = Field(600_000, gt=0, description="Time limit of one run, in milliseconds.",
+                            examples=[120000])
+    completion_mode: Literal["marker", "json"] = Field(
+        "marker", description="How `agentls loop` knows a task is done: a final `DONE` line "
+        "(marker) or a JSON status object (json).", examples=["json"])
+    no_progress_limit: int = Field(3, gt=0, description="Identical outputs in a row before a "
+                                   "loop stops for lack of progress.", examples=[3])
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+
+    @model_validator(mode="after")
+    def _backend_exists(self) -> Settings:
+        if self.backend not in self.backends:
+            names = ", ".join(sorted(self.backends))
+            raise ValueError(f"backend {self.backend!r} is not configured (configured: {names})")
+        return self
+
+    @property
+    def active_backend(self) -> BackendConfig:
+        return self.backends[self.backend]
+
+
+# --- keys -------------------------------------------------------------------------------------
+
+BACKEND_PREFIX = "backends."
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    key: str  # dotted; backends.<name>.field for per-backend keys
+    info: FieldInfo
+    annotation: Any
+
+
+def _model_keys(model: type[BaseModel], prefix: str = "") -> Iterator[KeyInfo]:
+    for name, info in model.model_fields.items():
+        annotation = info.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            yield from _model_keys(annotation, f"{prefix}{name}.")
+        elif name == "backends" and not prefix:
+            for sub, sub_info in BackendConfig.model_fields.items():
+                yield KeyInfo(f"backends.<name>.{sub}", sub_info, sub_info.annotation)
+        else:
+            yield KeyInfo(f"{prefix}{name}", info, annotation)
+
+
+KEYS: dict[str, KeyInfo] = {k.key: k for k in _model_keys(Settings)}
+
+
+def key_info(key: str) -> KeyInfo:
+    """The field behind a dotted key; ``ConfigError`` listing the valid keys otherwise."""
+    pattern = key
+    parts = key.split(".")
+    if len(parts) == 3 and parts[0] == "backends" and parts[1]:
+        pattern = f"backends.<name>.{parts[2]}"
+    if pattern in KEYS:
+        return KEYS[pattern]
+    hint = ""
+    if "api_key" in key and not key.endswith("api_key_env"):
+        hint = ("API keys are never stored in configuration: put the key in the environment "
+                "variable named by backends.<name>.api_key_env (default OPENAI_API_KEY).\n")
+    valid = "\n  ".join(KEYS)
+    raise ConfigError(f"unknown key {key!r}.\n{hint}Valid keys:\n  {valid}")
+
+
+def parse_value(key: str, raw: str) -> Any:
+    """Turn a command-line or environment string into a valid value for ``key``."""
+    info = key_info(key)
+    value: Any = raw
+    if raw.strip().lower() in ("none", "null") and _accepts_none(info.annotation):
+        value = None
+    adapter: TypeAdapter[Any] = TypeAdapter(cast(Any, Annotated[info.annotation, info.info]))
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as exc:
+        problem = "; ".join(e["msg"].rstrip(".") for e in exc.errors())
+        example = info.info.examples[0] if info.info.examples else None
+        suggestion = f"\nExample: agentls config set {key} {example}" if example is not None else ""
+        raise ConfigError(f"invalid value {raw!r} for {key}: {problem}.{suggestion}") from None
+
+
+def _accepts_none(annotation: Any) -> bool:
+    return type(None) in getattr(annotation, "__args__", ())
+
+
+# --- layers -----------------------------------------------------------------------------------
+
+
+def user_config_file() -> Path:
+    return platformdirs.user_config_path(APP_NAME) / "config.toml"
+
+
+def workspace_config_file(workspace: Path) -> Path:
+    return workspace / WORKSPACE_DIR / "config.toml"
+
+
+def user_cache_dir() -> Path:
+    return platformdirs.user_cache_path(APP_NAME)
+
+
+@dataclass
+class Layer:
+    name: str  # shown by `config list`: default, user, workspace, env, client, flags
+    data: dict[str, Any]
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """A TOML config file as a dict; missing means empty; unparseable is a ``ConfigError``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = re.search(r"at line (\d+)", str(exc))
+        line = int(found.group(1)) if found else max(1, len(text.splitlines()))
+        reason = re.sub(r" \(at (line \d+, column \d+|end of document)\)", "", str(exc))
+        raise ConfigError(
+            f"config file {path}, line {line}: not valid TOML ({reason}).\n"
+            f"Fix that line, or run `agentls config reset` to start again from defaults "
+            f"(the old file is kept as {path.name}.bak)."
+        ) from None
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    node = data
+    *parents, leaf = key.split(".")
+    for part in parents:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = node[part] = {}
+        node = child
+    node[leaf] = value
+
+
+def get_dotted(data: Mapping[str, Any], key: str) -> Any:
+    node: Any = data
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise KeyError(key)
+        node = node[part]
+    return node
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping) and value:
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def env_layer(env: Mapping[str, str]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    single = {k.replace(".", "_").upper(): k for k in KEYS if not k.startswith(BACKEND_PREFIX)}
+    for name, raw in env.items():
+        if not name.startswith("AGENTLS_") or name == "AGENTLS_MODEL":
+            continue
+        suffix = name[len("AGENTLS_"):]
+        if "__" in suffix:
+            key = ".".join(part.lower() for part in suffix.split("__"))
+        elif suffix in single:
+            key = single[suffix]
+        else:
+            continue  # other AGENTLS_* variables (test switches, paths) are not settings
+        try:
+            set_dotted(data, key, parse_value(key, raw))
+        except ConfigError as exc:
+            raise ConfigError(f"environment variable {name}: {exc}") from None
+    if env.get("OPENAI_BASE_URL"):
+        set_dotted(data, "backends.openai.base_url", env["OPENAI_BASE_URL"])
+    return data
+
+
+def deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+@dataclass
+class LoadedSettings:
+    settings: Settings
+    layers: list[Layer]
+
+    def source_of(self, key: str) -> str:
+        for layer in reversed(self.layers):
+            try:
+                get_dotted(layer.data, key)
+            except KeyError:
+                continue
+            return layer.name
+        return "default"
+
+
+def load(
+    workspace: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    client: Mapping[str, Any] | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> LoadedSettings:
+    """Merge every source in precedence order and validate the result."""
+    environ = os.environ if env is None else env
+    layers = [Layer("default", Settings().model_dump(mode="python"))]
+    user_file = user_config_file()
+    layers.append(Layer(f"user ({user_file})", read_config_file(user_file)))
+    if workspace is not None:
+        ws_file = workspace_config_file(workspace)
+        layers.append(Layer(f"workspace ({ws_file})", read_config_file(ws_file)))
+    layers.append(Layer("environment", env_layer(environ)))
+    if client:
+        layers.append(Layer("client", dict(client)))
+    if flags:
+        flag_data: dict[str, Any] = {}
+        for key, value in flags.items():
+            set_dotted(flag_data, key, value)
+        layers.append(Layer("command line", flag_data))
+
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        try:
+            merged = deep_merge(merged, layer.data)
+        except (TypeError, AttributeError):
+            raise ConfigError(f"{layer.name}: expected a table of settings") from None
+        if layer.name == "environment" and environ.get("AGENTLS_MODEL"):
+            # AGENTLS_MODEL follows whichever backend the lower layers made active.
+            active = str(merged.get("backend", "openai"))
+            set_dotted(merged, f"backends.{active}.model", environ["AGENTLS_MODEL"])
+    settings = validate(merged, layers)
+    return LoadedSettings(settings, layers)
+
+
+def validate(data: Mapping[str, Any], layers: Sequence[Layer] = ()) -> Settings:
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        loaded = LoadedSettings(Settings(), list(layers))
+        for error in exc.errors():
+            key = ".".join(str(p) for p in error["loc"])
+            where = loaded.source_of(key) if key else "settings"
+            problems.append(f"{key or 'settings'}: {error['msg']} (from {where})")
+        raise ConfigError(
+            "invalid configuration:\n  " + "\n  ".join(problems)
+            + "\nSee `agentls config list`, fix the value with `agentls config set KEY VALUE`, "
+            "or run `agentls config reset`."
+        ) from None
+
+
+def api_key(backend: BackendConfig, env: Mapping[str, str] | None = None) -> str | None:
+    """The backend's API key from the environment; never logged, never stored."""
+    if not backend.api_key_env:
+        return None
+    return (os.environ if env is None else env).get(backend.api_key_env) or None
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+def set_value(path: Path, key: str, raw: str) -> Any:
+    """Validate ``key = raw`` and store it in the config file at ``path``.
+
+    The file must make sense on its own over the defaults (``backend`` names a backend it or
+    the defaults configure), so it never depends on another layer to be valid.
+    """
+    value = parse_value(key, raw)
+    data = read_config_file(path)
+    set_dotted(data, key, value)
+    validate(deep_merge(Settings().model_dump(mode="python"), data))
+    write_config_file(path, data)
+    return value
+
+
+def write_config_file(path: Path, data: Mapping[str, Any]) -> None:
+    """Write atomically: a crash leaves the old file or the new one, never half of one."""
+    import tomli_w
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(tomli_w.dumps(_without_none(data)), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _without_none(data: Mapping[str, Any]) -> dict[str, Any]:
+    # TOML has no null: an unset optional (api_key_env = none) is stored as an empty string.
+    return {
+        k: _without_none(v) if isinstance(v, Mapping) else ("" if v is None else v)
+        for k, v in data.items()
+    }
+
+
+def reset(path: Path) -> Path | None:
+    """Move the config file aside (``config.toml.bak``); defaults apply again."""
+    if not path.exists():
+        return None
+    backup = path.with_name(path.name + ".bak")
+    os.replace(path, backup)
+    return backup

@@ -1,0 +1,203 @@
+"""What every backend offers, and the one error type every backend failure becomes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from agentls.llm.messages import ChatChunk, ChatRequest, ChatResponse
+
+ErrorKind = Literal[
+    "rate_limit",
+    "context_too_long",
+    "model_not_found",
+    "auth",
+    "timeout",
+    "server_error",
+    "connection",
+    "bad_request",
+]
+
+RETRYABLE_KINDS: frozenset[str] = frozenset({"rate_limit", "server_error", "timeout", "connection"})
+
+# What a person should do next, per kind; front-ends show it under the server's own message.
+HINTS: dict[str, str] = {
+    "rate_limit": "the provider is rate limiting; wait a minute or lower the request rate",
+    "context_too_long": "the conversation is too long for the model; start a new session "
+    "or compact it",
+    "model_not_found": "check the model name (`agentls config get backends.<name>.model`) and "
+    "that the server serves it",
+    "auth": "set the API key in the environment variable the backend names "
+    "(`api_key_env`, default OPENAI_API_KEY)",
+    "timeout": "the server did not answer in time; raise `backends.<name>.timeout` or try again",
+    "server_error": "the model server failed; try again later",
+    "connection": "check that the server is running and `base_url` is right",
+    "bad_request": "the server refused the request as malformed; see its message",
+}
+
+
+class BackendError(Exception):
+    """A backend failure, classified so callers decide without parsing strings."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        status_code: int | None = None,
+        retryable: bool | None = None,
+        retry_after: float | None = None,
+        backend: str = "",
+        partial: ChatResponse | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+        self.status_code = status_code
+        self.retryable = kind in RETRYABLE_KINDS if retryable is None else retryable
+        self.retry_after = retry_after  # seconds the server asked us to wait, when it said
+        self.backend = backend
+        self.partial = partial  # text received before a stream died mid-answer
+
+    @property
+    def hint(self) -> str:
+        return HINTS[self.kind]
+
+    def __str__(self) -> str:
+        where = f"{self.backend}: " if self.backend else ""
+        status = f" (HTTP {self.status_code})" if self.status_code else ""
+        return f"{where}{self.kind}{status}: {self.message}"
+
+
+# Bodies servers send when the prompt does not fit: OpenAI (code context_length_exceeded,
+# "maximum context length"), vLLM ("This model's maximum context length is N tokens",
+# "longer than the maximum model length"), Ollama ("input length exceeds the context length",
+# "context length exceeded"), llama.cpp server (type exceed_context_size_error, "exceeds the
+# available context size"), and the generic "prompt is too long" / "too many tokens".
+_CONTEXT_TOO_LONG = re.compile(
+    r"context_length_exceeded|maximum context length|max(imum)? model length"
+    r"|context length (is )?exceeded|exceeds? (the )?(available )?context (size|length|window)"
+    r"|exceed_context_size|prompt is too long|too many tokens|context window"
+    r"|longer than the model'?s context length|input length exceeds",
+    re.IGNORECASE,
+)
+_MODEL_NOT_FOUND = re.compile(
+    r"model_not_found|model .{0,80}(not found|does not exist)|no such model|unknown model"
+    r"|try pulling it first",
+    re.IGNORECASE,
+)
+
+
+def classify_status(status: int, body: str) -> tuple[ErrorKind, bool]:
+    """Map an HTTP status and the server's body to (kind, retryable)."""
+    if _CONTEXT_TOO_LONG.search(body) and status in (400, 413, 422, 500):
+        return "context_too_long", False
+    if status in (401, 403):
+        return "auth", False
+    if status == 404 or (status == 400 and _MODEL_NOT_FOUND.search(body)):
+        return "model_not_found", False
+    if status == 429:
+        # OpenAI answers 429 when the account has no credit left: waiting will not help.
+        return "rate_limit", "insufficient_quota" not in body
+    if status in (408, 504):
+        return "timeout", True
+    if status >= 500:
+        return "server_error", True
+    return "bad_request", False
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def parse_reset_duration(value: str) -> float | None:
+    """Parse OpenAI's ``x-ratelimit-reset-*`` values such as ``1s``, ``6m0s``, ``20ms``."""
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    parts = _DURATION_PART.findall(value)
+    if not parts or "".join(n + u for n, u in parts) != value.replace(" ", ""):
+        return None
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
+def retry_after_from_headers(
+    headers: Mapping[str, str], now: Callable[[], float] | None = None
+) -> float | None:
+    """Seconds to wait according to ``Retry-After`` (seconds or HTTP date), ``retry-after-ms``
+    or ``x-ratelimit-reset-requests/-tokens``; ``None`` when the server did not say."""
+    import email.utils
+    import time
+
+    lowered = {k.lower(): v for k, v in headers.items()}
+    if "retry-after-ms" in lowered:
+        try:
+            return max(0.0, float(lowered["retry-after-ms"]) / 1000)
+        except ValueError:
+            pass
+    if "retry-after" in lowered:
+        value = lowered["retry-after"].strip()
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                when = None
+            if when is not None:
+                clock = now or time.time
+                return max(0.0, when.timestamp() - clock())
+    resets = [
+        parse_reset_duration(lowered[name])
+        for name in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")
+        if name in lowered
+    ]
+    known = [r for r in resets if r is not None]
+    return max(known) if known else None
+
+
+@dataclass(frozen=True, slots=True)
+class RetryNotice:
+    """Told to front-ends before each retry: ``retry 1/3 in 2.0 s: rate_limit``."""
+
+    attempt: int
+    max_retries: int
+    delay: float
+    reason: str
+    backend: str = ""
+
+
+RetryCallback = Callable[[RetryNotice], None]
+
+
+class Backend(Protocol):
+    """A configured model endpoint."""
+
+    name: str
+    model: str
+
+    def stream(
+        self,
+        request: ChatRequest,
+        *,
+        on_retry: RetryCallback | None = None,
+        use_cache: bool = True,
+    ) -> AsyncIterator[ChatChunk]:
+        """Text deltas as they arrive, complete tool calls, then one ``done`` chunk."""
+        ...
+
+    async def complete(
+        self,
+        request: ChatRequest,
+        *,
+        on_retry: RetryCallback | None = None,
+        use_cache: bool = True,
+    ) -> ChatResponse: ...
+
+    async def list_models(self) -> list[str]: ...
+
+    async def aclose(self) -> None: ...

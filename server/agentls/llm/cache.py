@@ -1,0 +1,148 @@
+"""Two-level response cache: an in-memory LRU in front of diskcache in the user cache folder.
+
+The key is the SHA-256 of the canonical JSON of the exact request (backend, base URL, model,
+messages, tools, sampling parameters). Content is hashed as it is: never lower-cased or
+stripped, so ``Foo`` and ``foo`` are different requests. Only complete, successful responses
+are stored. API keys are not part of the request and never reach the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import diskcache
+
+from agentls.llm.messages import ChatRequest, ChatResponse
+
+_HITS = "agentls:stats:hits"
+_MISSES = "agentls:stats:misses"
+
+
+def request_key(
+    request: ChatRequest,
+    *,
+    backend: str,
+    base_url: str,
+    model: str,
+    max_tokens: int | None,
+    temperature: float | None,
+) -> str:
+    """SHA-256 of the canonical JSON of everything that shapes the answer."""
+    payload: dict[str, Any] = {
+        "backend": backend,
+        "base_url": base_url,
+        "model": model,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "messages": [m.to_openai() for m in request.messages],
+        "tools": [t.to_openai() for t in request.tools],
+    }
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    entries: int
+    size_bytes: int
+    hits: int
+    misses: int
+    directory: str
+
+
+class ResponseCache:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        ttl_s: int = 7 * 24 * 3600,
+        max_mb: int = 256,
+        memory_entries: int = 256,
+    ) -> None:
+        self.directory = directory
+        self.ttl_s = ttl_s
+        self._disk = diskcache.Cache(str(directory), size_limit=max_mb * 1024 * 1024)
+        self._memory: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
+        self._memory_entries = memory_entries
+        self._lock = threading.Lock()
+        # Counted in memory and written on flush, so a hit never waits on a disk write.
+        self._pending = {_HITS: 0, _MISSES: 0}
+
+    def get(self, key: str) -> ChatResponse | None:
+        now = time.time()
+        with self._lock:
+            held = self._memory.get(key)
+            if held is not None and (held[0] == 0 or held[0] > now):
+                self._memory.move_to_end(key)
+                self._count(_HITS)
+                return ChatResponse.from_dict(held[1], cached=True)
+        stored = self._disk.get(key, expire_time=True)
+        data, expires = stored if isinstance(stored, tuple) else (None, None)
+        if data is None:
+            self._count(_MISSES)
+            return None
+        self._remember(key, data, expires or 0)
+        self._count(_HITS)
+        return ChatResponse.from_dict(data, cached=True)
+
+    def put(self, key: str, response: ChatResponse) -> None:
+        """Store a complete answer; truncated or failed ones are not worth replaying."""
+        if response.finish_reason not in ("stop", "tool_calls"):
+            return
+        data = response.to_dict()
+        expire = self.ttl_s or None
+        self._disk.set(key, data, expire=expire)
+        self._remember(key, data, time.time() + self.ttl_s if self.ttl_s else 0)
+
+    def _remember(self, key: str, data: dict[str, Any], expires: float) -> None:
+        with self._lock:
+            self._memory[key] = (expires, data)
+            self._memory.move_to_end(key)
+            while len(self._memory) > self._memory_entries:
+                self._memory.popitem(last=False)
+
+    def _count(self, name: str) -> None:
+        self._pending[name] += 1
+        if self._pending[name] >= 64:
+            self.flush_counts()
+
+    def flush_counts(self) -> None:
+        for name, count in self._pending.items():
+            if count:
+                self._disk.incr(name, count, default=0)
+                self._pending[name] = 0
+
+    def stats(self) -> CacheStats:
+        self.flush_counts()
+        self._disk.expire()
+        hits = int(self._disk.get(_HITS, 0))
+        misses = int(self._disk.get(_MISSES, 0))
+        return CacheStats(
+            self._entry_count(),             int(self._disk.volume()),
+            hits,
+            misses,
+            str(self.directory),
+        )
+
+    def _entry_count(self) -> int:
+        return sum(1 for k in self._disk.iterkeys() if k not in (_HITS, _MISSES))
+
+    def clear(self) -> int:
+        """Remove every stored answer and reset the counters; returns how many were removed."""
+        with self._lock:
+            self._memory.clear()
+            self._pending = {_HITS: 0, _MISSES: 0}
+        removed = self._entry_count()
+        self._disk.clear()
+        return removed
+
+    def close(self) -> None:
+        self.flush_counts()
+        self._disk.close()

@@ -1,0 +1,184 @@
+"""The backend-neutral types the engine speaks: messages, tool calls, requests and stream chunks.
+
+They map one-to-one onto the OpenAI chat-completions wire format (``to_openai``), which every
+supported backend speaks (DESIGN.md decision 5).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"]
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One call the model asked for. ``arguments`` is the raw JSON text the model produced."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as a dict; raises ``MalformedToolCall`` when the model's JSON is bad."""
+        try:
+            value = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError as exc:
+            raise MalformedToolCall(self, f"arguments are not valid JSON: {exc}") from exc
+        if not isinstance(value, dict):
+            raise MalformedToolCall(self, "arguments must be a JSON object")
+        return value
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+class MalformedToolCall(ValueError):
+    """The model produced a tool call whose arguments cannot be used as they are."""
+
+    def __init__(self, call: ToolCall, reason: str) -> None:
+        super().__init__(f"tool call {call.name!r} ({call.id}): {reason}")
+        self.call = call
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class Message:
+    role: Role
+    content: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None  # the tool's name on tool results, for readers of the history
+
+    def to_openai(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role}
+        if self.role == "assistant" and self.tool_calls:
+            out["content"] = self.content or None
+            out["tool_calls"] = [call.to_openai() for call in self.tool_calls]
+        else:
+            out["content"] = self.content or ""
+        if self.role == "tool":
+            out["tool_call_id"] = self.tool_call_id
+        return out
+
+    @classmethod
+    def system(cls, content: str) -> Message:
+        return cls("system", content)
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        return cls("user", content)
+
+    @classmethod
+    def assistant(cls, content: str | None, tool_calls: list[ToolCall] | None = None) -> Message:
+        return cls("assistant", content, tool_calls or [])
+
+    @classmethod
+    def tool(cls, tool_call_id: str, content: str, name: str | None = None) -> Message:
+        return cls("tool", content, tool_call_id=tool_call_id, name=name)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool offered to the model: its name, what it does, and a JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+@dataclass(slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+
+@dataclass(slots=True)
+class ChatRequest:
+    """One request to a model. ``model``/``max_tokens``/``temperature`` default to the backend's."""
+
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+    model: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(slots=True)
+class ChatResponse:
+    """A complete answer: text, tool calls, why the model stopped, and what it cost."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: FinishReason = "stop"
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "tool_calls": [[c.id, c.name, c.arguments] for c in self.tool_calls],
+            "finish_reason": self.finish_reason,
+            "usage": [
+                self.usage.prompt_tokens,
+                self.usage.completion_tokens,
+                self.usage.total_tokens,
+            ],
+            "model": self.model,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, cached: bool = False) -> ChatResponse:
+        return cls(
+            text=data["text"],
+            tool_calls=[ToolCall(i, n, a) for i, n, a in data["tool_calls"]],
+            finish_reason=data["finish_reason"],
+            usage=Usage(*data["usage"]),
+            model=data["model"],
+            cached=cached,
+        )
+
+
+ChunkKind = Literal["text", "tool_call", "done"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatChunk:
+    """One piece of a streamed answer.
+
+    ``text`` chunks carry a delta; a ``tool_call`` chunk carries one complete call (argument
+    deltas are assembled before it is emitted); the last chunk is ``done`` with the response.
+    ``cached`` is true when the answer is replayed from the response cache.
+    """
+
+    kind: ChunkKind
+    text: str = ""
+    tool_call: ToolCall | None = None
+    response: ChatResponse | None = None
+    cached: bool = False

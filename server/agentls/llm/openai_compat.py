@@ -1,0 +1,322 @@
+"""A backend for any server that speaks OpenAI's chat-completions API, over ``openai.AsyncOpenAI``.
+
+One client per configured backend, reused for every request and closed on shutdown. The SDK's
+own retries are off (``max_retries=0``): ``RetryPolicy`` is the only place that retries.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+import openai
+
+from agentls.config import BackendConfig
+from agentls.llm.backend import (
+    BackendError,
+    RetryCallback,
+    classify_status,
+    retry_after_from_headers,
+)
+from agentls.llm.cache import ResponseCache, request_key
+from agentls.llm.messages import (
+    ChatChunk,
+    ChatRequest,
+    ChatResponse,
+    FinishReason,
+    ToolCall,
+    Usage,
+)
+from agentls.llm.retry import RetryPolicy
+
+log = logging.getLogger(__name__)
+
+# Sent when a backend needs no key, so the SDK never falls back to OPENAI_API_KEY and hands
+# the person's OpenAI key to a local server.
+NO_KEY = "no-key-required"
+
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+@dataclass
+class _ToolCallParts:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class StreamAssembler:
+    """Builds the complete response from streamed deltas, tool-call fragments included."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: dict[int, _ToolCallParts] = {}
+        self.finish_reason: str | None = None
+        self.usage = Usage()
+        self.model = ""
+
+    def feed(self, chunk: Any) -> str:
+        """Take one ``ChatCompletionChunk``; return its text delta (may be empty)."""
+        if chunk.usage is not None:
+            self.usage = _usage(chunk.usage)
+        if chunk.model:
+            self.model = chunk.model
+        delta_text = ""
+        for choice in chunk.choices:
+            delta = choice.delta
+            if delta is not None:
+                if delta.content:
+                    delta_text += delta.content
+                for part in delta.tool_calls or ():
+                    slot = self.calls.setdefault(part.index, _ToolCallParts())
+                    if part.id:
+                        slot.id = part.id
+                    if part.function is not None:
+                        if part.function.name:
+                            slot.name += part.function.name
+                        if part.function.arguments:
+                            slot.arguments.append(part.function.arguments)
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+        if delta_text:
+            self.text.append(delta_text)
+        return delta_text
+
+    def tool_calls(self) -> list[ToolCall]:
+        return [
+            ToolCall(parts.id or f"call_{index}", parts.name, "".join(parts.arguments))
+            for index, parts in sorted(self.calls.items())
+        ]
+
+    def response(self) -> ChatResponse:
+        return ChatResponse(
+            text="".join(self.text),
+            tool_calls=self.tool_calls(),
+            finish_reason=_FINISH_REASONS.get(self.finish_reason or "stop", "stop"),
+            usage=self.usage,
+            model=self.model,
+        )
+
+
+def _usage(raw: Any) -> Usage:
+    prompt = int(getattr(raw, "prompt_tokens", 0) or 0)
+    completion = int(getattr(raw, "completion_tokens", 0) or 0)
+    total = int(getattr(raw, "total_tokens", 0) or 0) or prompt + completion
+    return Usage(prompt, completion, total)
+
+
+class OpenAICompatBackend:
+    def __init__(
+        self,
+        name: str,
+        config: BackendConfig,
+        *,
+        api_key: str | None,
+        retry: RetryPolicy | None = None,
+        cache: ResponseCache | None = None,
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.model = config.model
+        self.retry = retry or RetryPolicy()
+        self.cache = cache
+        self._has_key = api_key is not None
+        self._client = openai.AsyncOpenAI(
+            base_url=config.base_url,
+            api_key=api_key or NO_KEY,
+            max_retries=0,
+            timeout=config.timeout,
+        )
+
+    # --- requests -----------------------------------------------------------------------------
+
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": request.model or self.config.model,
+            "messages": [m.to_openai() for m in request.messages],
+            "max_tokens": request.max_tokens or self.config.max_tokens,
+            "temperature": (
+                self.config.temperature if request.temperature is None else request.temperature
+            ),
+        }
+        if request.tools:
+            params["tools"] = [t.to_openai() for t in request.tools]
+        return params
+
+    def _cache_key(self, params: dict[str, Any], request: ChatRequest) -> str:
+        return request_key(
+            request,
+            backend=self.name,
+            base_url=self.config.base_url,
+            model=params["model"],
+            max_tokens=params["max_tokens"],
+            temperature=params["temperature"],
+        )
+
+    async def stream(
+        self,
+        request: ChatRequest,
+        *,
+        on_retry: RetryCallback | None = None,
+        use_cache: bool = True,
+    ) -> AsyncIterator[ChatChunk]:
+        params = self._params(request)
+        key = self._cache_key(params, request) if self.cache and use_cache else None
+        if key is not None and self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                for chunk in replay(hit):
+                    yield chunk
+                return
+        async for chunk in self.retry.stream(lambda: self._stream_once(params), on_retry):
+            if chunk.kind == "done" and key is not None and self.cache is not None:
+                assert chunk.response is not None
+                self.cache.put(key, chunk.response)
+            yield chunk
+
+    async def _stream_once(self, params: dict[str, Any]) -> AsyncIterator[ChatChunk]:
+        assembler = StreamAssembler()
+        try:
+            stream = await self._client.chat.completions.create(
+                **params, stream=True, stream_options={"include_usage": True}
+            )
+            async with stream:
+                async for raw in stream:
+                    delta = assembler.feed(raw)
+                    if delta:
+                        yield ChatChunk("text", text=delta)
+        except (openai.APIError, httpx2.HTTPError) as exc:
+            partial = assembler.response() if assembler.text or assembler.calls else None
+            raise self._error(exc, partial=partial, mid_stream=partial is not None) from exc
+        if assembler.finish_reason is None:
+            # The server closed a well-formed stream without saying why it stopped.
+            partial = assembler.response()
+            raise BackendError(
+                "connection",
+                f"the stream from {self.config.base_url} ended before the model finished",
+                backend=self.name,
+                partial=partial,
+            )
+        response = assembler.response()
+        for call in response.tool_calls:
+            yield ChatChunk("tool_call", tool_call=call)
+        yield ChatChunk("done", response=response)
+
+    async def complete(
+        self,
+        request: ChatRequest,
+        *,
+        on_retry: RetryCallback | None = None,
+        use_cache: bool = True,
+    ) -> ChatResponse:
+        params = self._params(request)
+        key = self._cache_key(params, request) if self.cache and use_cache else None
+        if key is not None and self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                return hit
+        response = await self.retry.call(lambda: self._complete_once(params), on_retry)
+        if key is not None and self.cache is not None:
+            self.cache.put(key, response)
+        return response
+
+    async def _complete_once(self, params: dict[str, Any]) -> ChatResponse:
+        try:
+            raw = await self._client.chat.completions.create(**params, stream=False)
+        except (openai.APIError, httpx2.HTTPError) as exc:
+            raise self._error(exc) from exc
+        choice = raw.choices[0]
+        calls = [
+            ToolCall(c.id or f"call_{i}", c.function.name, c.function.arguments or "")
+            for i, c in enumerate(choice.message.tool_calls or ())
+            if getattr(c, "function", None) is not None
+        ]
+        return ChatResponse(
+            text=choice.message.content or "",
+            tool_calls=calls,
+            finish_reason=_FINISH_REASONS.get(choice.finish_reason or "stop", "stop"),
+            usage=_usage(raw.usage) if raw.usage else Usage(),
+            model=raw.model or params["model"],
+        )
+
+    async def list_models(self) -> list[str]:
+        try:
+            page = await self._client.models.list()
+        except (openai.APIError, httpx2.HTTPError) as exc:
+            raise self._error(exc) from exc
+        return [m.id for m in page.data]
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    # --- errors -------------------------------------------------------------------------------
+
+    def _error(
+        self, exc: Exception, *, partial: ChatResponse | None = None, mid_stream: bool = False
+    ) -> BackendError:
+        url = self.config.base_url
+        if isinstance(exc, openai.APIStatusError):
+            body = exc.body
+            text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+            kind, retryable = classify_status(exc.status_code, f"{text} {exc.message}")
+            message = _server_message(body) or exc.message
+            if kind == "auth" and not self._has_key and self.config.api_key_env:
+                message += f" (the environment variable {self.config.api_key_env} is not set)"
+            if kind == "model_not_found":
+                message += f" (model {self.config.model!r} at {url})"
+            return BackendError(
+                kind,
+                message,
+                status_code=exc.status_code,
+                retryable=retryable,
+                retry_after=retry_after_from_headers(exc.response.headers),
+                backend=self.name,
+                partial=partial,
+            )
+        if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
+            return BackendError(
+                "timeout",
+                f"no answer from {url} within {self.config.timeout:g} s",
+                backend=self.name,
+                partial=partial,
+                retryable=not mid_stream,
+            )
+        cause = exc.__cause__ or exc
+        if mid_stream:
+            message = f"the connection to {url} dropped mid-answer ({cause})"
+        else:
+            message = f"cannot reach {url}: {cause}"
+        return BackendError("connection", message, backend=self.name, partial=partial)
+
+
+def _server_message(body: object) -> str:
+    """The server's own words from an OpenAI-style error body."""
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+        if isinstance(inner, str):
+            return inner
+        if isinstance(body.get("message"), str):
+            return str(body["message"])
+    if isinstance(body, str):
+        return body.strip()
+    return ""
+
+
+def replay(response: ChatResponse) -> list[ChatChunk]:
+    """A cached answer as the chunks a live stream would have produced, flagged ``cached``."""
+    chunks = [ChatChunk("text", text=response.text, cached=True)] if response.text else []
+    chunks += [ChatChunk("tool_call", tool_call=c, cached=True) for c in response.tool_calls]
+    chunks.append(ChatChunk("done", response=response, cached=True))
+    return chunks

@@ -1,0 +1,75 @@
+"""The configured backends, created on first use, one client each, all closed on shutdown."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from agentls.config import Settings, api_key, user_cache_dir
+from agentls.llm.backend import BackendError
+from agentls.llm.cache import ResponseCache
+from agentls.llm.openai_compat import OpenAICompatBackend
+from agentls.llm.retry import RetryPolicy
+
+
+def open_cache(settings: Settings) -> ResponseCache:
+    return ResponseCache(
+        user_cache_dir() / "responses",
+        ttl_s=settings.cache.ttl_s,
+        max_mb=settings.cache.max_mb,
+    )
+
+
+class BackendPool:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        env: Mapping[str, str] | None = None,
+        cache: ResponseCache | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.settings = settings
+        self._env = env
+        self._cache = cache if cache is not None or not settings.cache.enabled else None
+        self._cache_opened = cache is not None or not settings.cache.enabled
+        self._retry = retry or RetryPolicy(
+            max_retries=settings.retry.max_retries,
+            base_delay=settings.retry.base_delay_s,
+            max_delay=settings.retry.max_delay_s,
+        )
+        self._backends: dict[str, OpenAICompatBackend] = {}
+
+    @property
+    def cache(self) -> ResponseCache | None:
+        if not self._cache_opened:
+            self._cache = open_cache(self.settings)
+            self._cache_opened = True
+        return self._cache
+
+    def get(self, name: str | None = None) -> OpenAICompatBackend:
+        """The backend called ``name`` (default: the active one), created once and reused."""
+        name = name or self.settings.backend
+        if name not in self._backends:
+            config = self.settings.backends.get(name)
+            if config is None:
+                names = ", ".join(sorted(self.settings.backends))
+                raise BackendError(
+                    "bad_request",
+                    f"no backend named {name!r} is configured (configured: {names})",
+                    backend=name,
+                )
+            self._backends[name] = OpenAICompatBackend(
+                name,
+                config,
+                api_key=api_key(config, self._env),
+                retry=self._retry,
+                cache=self.cache,
+            )
+        return self._backends[name]
+
+    async def aclose(self) -> None:
+        backends, self._backends = list(self._backends.values()), {}
+        for backend in backends:
+            await backend.aclose()
+        if self._cache is not None:
+            self._cache.close()

@@ -1,0 +1,25 @@
+"""Shared fixtures: every test gets its own user config and cache folders."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory,
+                       monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Point platformdirs at fresh folders so no test reads or writes the person's own."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    for name in list(os.environ):
+        if name.startswith(("AGENTLS_", "OPENAI_")):
+            monkeypatch.delenv(name, raising=False)
+    yield home

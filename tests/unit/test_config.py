@@ -1,0 +1,204 @@
+"""Settings: precedence, validation messages, and the `agentls config` command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentls import config
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentls", *args],
+        capture_output=True, text=True, cwd=cwd, check=False,
+    )
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_defaults_without_any_file(tmp_path: Path) -> None:
+    loaded = config.load(tmp_path, env={})
+    assert loaded.settings.backend == "openai"
+    assert loaded.settings.max_iterations == 25
+    assert loaded.settings.retry.max_retries == 3
+    assert loaded.settings.retry.base_delay_s == 1.0
+    assert loaded.settings.retry.max_delay_s == 30.0
+    assert loaded.source_of("max_iterations") == "default"
+
+
+def test_precedence_default_user_workspace_env_client_flags(tmp_path: Path) -> None:
+    write(config.user_config_file(), "max_iterations = 2\ntimeout_ms = 1000\nno_progress_limit = 4\n"
+          "[cache]\nttl_s = 10\n")
+    write(config.workspace_config_file(tmp_path), "max_iterations = 3\ntimeout_ms = 2000\n")
+    env = {"AGENTLS_MAX_ITERATIONS": "4", "AGENTLS_CACHE__MAX_MB": "7"}
+    loaded = config.load(tmp_path, env=env, client={"max_iterations": 5},
+                         flags={"retry.max_retries": 0})
+    s = loaded.settings
+    assert s.max_iterations == 5  # client beats env, workspace and user
+    assert s.timeout_ms == 2000  # workspace beats user
+    assert s.no_progress_limit == 4  # user beats default
+    assert s.cache.ttl_s == 10 and s.cache.max_mb == 7
+    assert s.retry.max_retries == 0  # flags beat everything
+    assert loaded.source_of("max_iterations") == "client"
+    assert loaded.source_of("timeout_ms").startswith("workspace")
+    assert loaded.source_of("cache.max_mb") == "environment"
+    assert loaded.source_of("retry.max_retries") == "command line"
+    assert config.load(tmp_path, env=env, flags={"max_iterations": 9}).settings.max_iterations == 9
+
+
+def test_env_single_underscore_form_and_backend_keys(tmp_path: Path) -> None:
+    env = {
+        "AGENTLS_CACHE_TTL_S": "5",
+        "AGENTLS_BACKENDS__LOCAL__BASE_URL": "http://127.0.0.1:9/v1",
+        "AGENTLS_BACKEND": "local",
+        "AGENTLS_MODEL": "my-model",
+        "AGENTLS_SOMETHING_ELSE": "ignored",
+    }
+    s = config.load(tmp_path, env=env).settings
+    assert s.cache.ttl_s == 5
+    assert s.backend == "local"
+    assert s.active_backend.base_url == "http://127.0.0.1:9/v1"
+    assert s.active_backend.model == "my-model"  # AGENTLS_MODEL follows the active backend
+    assert s.backends["openai"].model == "gpt-4o-mini"
+
+
+def test_openai_base_url_sets_the_openai_backend(tmp_path: Path) -> None:
+    s = config.load(tmp_path, env={"OPENAI_BASE_URL": "http://proxy:1/v1"}).settings
+    assert s.backends["openai"].base_url == "http://proxy:1/v1"
+
+
+def test_bad_env_value_names_the_variable(tmp_path: Path) -> None:
+    with pytest.raises(config.ConfigError, match="AGENTLS_TIMEOUT_MS.*greater than 0"):
+        config.load(tmp_path, env={"AGENTLS_TIMEOUT_MS": "-1"})
+
+
+@pytest.mark.parametrize(
+    ("key", "raw", "expected"),
+    [
+        ("timeout_ms", "120000", 120000),
+        ("cache.enabled", "false", False),
+        ("completion_mode", "json", "json"),
+        ("backends.ollama.api_key_env", "none", None),
+        ("backends.local.temperature", "0.5", 0.5),
+    ],
+)
+def test_parse_value_accepts(key: str, raw: str, expected: object) -> None:
+    assert config.parse_value(key, raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("key", "raw", "fragment"),
+    [
+        ("timeout_ms", "0", "greater than 0"),
+        ("timeout_ms", "1.5", "valid integer"),
+        ("timeout_ms", "abc", "valid integer"),
+        ("completion_mode", "xml", "'marker' or 'json'"),
+        ("backends.openai.temperature", "3", "less than or equal to 2"),
+        ("cache.enabled", "maybe", "valid boolean"),
+    ],
+)
+def test_parse_value_refuses_with_expected_form_and_example(key: str, raw: str, fragment: str) -> None:
+    with pytest.raises(config.ConfigError) as info:
+        config.parse_value(key, raw)
+    message = str(info.value)
+    assert fragment in message
+    assert f"Example: agentls config set {key} " in message
+
+
+def test_unknown_key_lists_valid_keys() -> None:
+    with pytest.raises(config.ConfigError) as info:
+        config.key_info("foo")
+    assert "unknown key 'foo'" in str(info.value)
+    assert "timeout_ms" in str(info.value) and "backends.<name>.model" in str(info.value)
+
+
+def test_api_keys_are_refused_as_config_keys() -> None:
+    with pytest.raises(config.ConfigError, match="never stored in configuration"):
+        config.key_info("backends.openai.api_key")
+
+
+def test_unparseable_file_names_file_line_and_reset(tmp_path: Path) -> None:
+    path = config.user_config_file()
+    write(path, 'backend = "openai"\n\nmax_iterations = 3x\n')
+    with pytest.raises(config.ConfigError) as info:
+        config.load(tmp_path, env={})
+    message = str(info.value)
+    assert str(path) in message and "line 3" in message and "agentls config reset" in message
+
+
+def test_invalid_value_in_file_names_key_and_file(tmp_path: Path) -> None:
+    write(config.workspace_config_file(tmp_path), "max_iterations = 0\n")
+    with pytest.raises(config.ConfigError) as info:
+        config.load(tmp_path, env={})
+    assert "max_iterations" in str(info.value)
+    assert str(config.workspace_config_file(tmp_path)) in str(info.value)
+
+
+def test_backend_must_be_configured(tmp_path: Path) -> None:
+    with pytest.raises(config.ConfigError, match="backend 'nope' is not configured"):
+        config.load(tmp_path, env={"AGENTLS_BACKEND": "nope"})
+
+
+def test_cli_set_get_list_path_reset(tmp_path: Path) -> None:
+    done = run_cli("config", "set", "timeout_ms", "120000", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert run_cli("config", "get", "timeout_ms", cwd=tmp_path).stdout.strip() == "120000"
+    assert "timeout_ms = 120000" in config.user_config_file().read_text()
+
+    listing = json.loads(run_cli("config", "list", "--json", cwd=tmp_path).stdout)
+    assert listing["timeout_ms"]["value"] == 120000
+    assert listing["timeout_ms"]["source"].startswith("user")
+    assert listing["max_iterations"] == {"value": 25, "source": "default"}
+
+    paths = run_cli("config", "path", cwd=tmp_path).stdout
+    assert str(config.user_config_file()) in paths
+
+    reset = run_cli("config", "reset", cwd=tmp_path)
+    assert reset.returncode == 0 and "defaults apply" in reset.stdout
+    assert not config.user_config_file().exists()
+    assert config.user_config_file().with_name("config.toml.bak").exists()
+    assert run_cli("config", "get", "timeout_ms", cwd=tmp_path).stdout.strip() == "600000"
+
+
+def test_cli_set_workspace_file(tmp_path: Path) -> None:
+    done = run_cli("config", "set", "--workspace", "completion_mode", "json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert 'completion_mode = "json"' in config.workspace_config_file(tmp_path).read_text()
+    assert run_cli("config", "get", "completion_mode", cwd=tmp_path).stdout.strip() == "json"
+
+
+def test_cli_set_new_backend_then_select_it(tmp_path: Path) -> None:
+    assert run_cli("config", "set", "backend", "mine", cwd=tmp_path).returncode != 0
+    assert run_cli("config", "set", "backends.mine.base_url", "http://h:1/v1").returncode == 0
+    done = run_cli("config", "set", "backend", "mine", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+def test_cli_errors_are_non_zero_and_actionable(tmp_path: Path) -> None:
+    unknown = run_cli("config", "set", "foo", "bar", cwd=tmp_path)
+    assert unknown.returncode != 0
+    assert "unknown key 'foo'" in unknown.stderr and "max_iterations" in unknown.stderr
+
+    bad = run_cli("config", "set", "timeout_ms", "soon", cwd=tmp_path)
+    assert bad.returncode != 0
+    assert "valid integer" in bad.stderr and "Example: agentls config set timeout_ms" in bad.stderr
+    assert not config.user_config_file().exists()  # nothing half-written
+
+    write(config.user_config_file(), "max_iterations = [\n")
+    broken = run_cli("config", "list", cwd=tmp_path)
+    assert broken.returncode != 0
+    assert "agentls config reset" in broken.stderr and "Traceback" not in broken.stderr
+
+
+def test_api_key_comes_from_the_named_variable_only() -> None:
+    backend = config.BackendConfig(api_key_env="MY_KEY")
+    assert config.api_key(backend, {"MY_KEY": "sk-x", "OPENAI_API_KEY": "other"}) == "sk-x"
+    assert config.api_key(config.BackendConfig(api_key_env=None), {"OPENAI_API_KEY": "k"}) is None
