@@ -35,8 +35,10 @@ def test_defaults_without_any_file(tmp_path: Path) -> None:
 
 
 def test_precedence_default_user_workspace_env_client_flags(tmp_path: Path) -> None:
-    write(config.user_config_file(), "max_iterations = 2\ntimeout_ms = 1000\nno_progress_limit = 4\n"
-          "[cache]\nttl_s = 10\n")
+    write(
+        config.user_config_file(),
+        "max_iterations = 2\ntimeout_ms = 1000\nno_progress_limit = 4\n[cache]\nttl_s = 10\n",
+    )
     write(config.workspace_config_file(tmp_path), "max_iterations = 3\ntimeout_ms = 2000\n")
     env = {"AGENTLS_MAX_ITERATIONS": "4", "AGENTLS_CACHE__MAX_MB": "7"}
     loaded = config.load(tmp_path, env=env, client={"max_iterations": 5},
@@ -76,7 +78,7 @@ def test_openai_base_url_sets_the_openai_backend(tmp_path: Path) -> None:
 
 
 def test_bad_env_value_names_the_variable(tmp_path: Path) -> None:
-    with pytest.raises(config.ConfigError, match="AGENTLS_TIMEOUT_MS.*greater than 0"):
+    with pytest.raises(config.ConfigError, match=r"AGENTLS_TIMEOUT_MS.*greater than 0"):
         config.load(tmp_path, env={"AGENTLS_TIMEOUT_MS": "-1"})
 
 
@@ -105,7 +107,9 @@ def test_parse_value_accepts(key: str, raw: str, expected: object) -> None:
         ("cache.enabled", "maybe", "valid boolean"),
     ],
 )
-def test_parse_value_refuses_with_expected_form_and_example(key: str, raw: str, fragment: str) -> None:
+def test_parse_value_refuses_with_expected_form_and_example(
+    key: str, raw: str, fragment: str
+) -> None:
     with pytest.raises(config.ConfigError) as info:
         config.parse_value(key, raw)
     message = str(info.value)

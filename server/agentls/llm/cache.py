@@ -9,7 +9,6 @@ are stored. API keys are not part of the request and never reach the cache.
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 import time
 from collections import OrderedDict
@@ -19,7 +18,7 @@ from typing import Any
 
 import diskcache
 
-from agentls.llm.messages import ChatRequest, ChatResponse
+from agentls.llm.messages import ChatRequest, ChatResponse, canonical_json
 
 _HITS = "agentls:stats:hits"
 _MISSES = "agentls:stats:misses"
@@ -34,17 +33,30 @@ def request_key(
     max_tokens: int | None,
     temperature: float | None,
 ) -> str:
-    """SHA-256 of the canonical JSON of everything that shapes the answer."""
-    payload: dict[str, Any] = {
-        "backend": backend,
-        "base_url": base_url,
-        "model": model,
-        "max_tokens": max_tokens,
-        "temperature": temperature,
-        "messages": [m.to_openai() for m in request.messages],
-        "tools": [t.to_openai() for t in request.tools],
-    }
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """SHA-256 of the canonical JSON of everything that shapes the answer.
+
+    The JSON is assembled from each message's memoised canonical form, so a long history
+    resent on every iteration is serialised once, not once per request.
+    """
+    head = canonical_json(
+        {
+            "backend": backend,
+            "base_url": base_url,
+            "max_tokens": max_tokens,
+            "model": model,
+            "temperature": temperature,
+        }
+    )
+    canonical = "".join(
+        (
+            head[:-1],
+            ',"messages":[',
+            ",".join(m.wire_json() for m in request.messages),
+            '],"tools":[',
+            ",".join(t.wire_json() for t in request.tools),
+            "]}",
+        )
+    )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -102,6 +114,8 @@ class ResponseCache:
         self._remember(key, data, time.time() + self.ttl_s if self.ttl_s else 0)
 
     def _remember(self, key: str, data: dict[str, Any], expires: float) -> None:
+        if self._memory_entries <= 0:
+            return
         with self._lock:
             self._memory[key] = (expires, data)
             self._memory.move_to_end(key)
@@ -110,7 +124,7 @@ class ResponseCache:
 
     def _count(self, name: str) -> None:
         self._pending[name] += 1
-        if self._pending[name] >= 64:
+        if self._pending[name] >= 1000:
             self.flush_counts()
 
     def flush_counts(self) -> None:

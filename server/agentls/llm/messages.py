@@ -7,6 +7,7 @@ supported backend speaks (DESIGN.md decision 5).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -14,7 +15,12 @@ Role = Literal["system", "user", "assistant", "tool"]
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"]
 
 
-@dataclass(slots=True)
+def canonical_json(value: Any) -> str:
+    """The one JSON spelling of a value: sorted keys, no spaces, text kept as it is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """One call the model asked for. ``arguments`` is the raw JSON text the model produced."""
 
@@ -49,13 +55,23 @@ class MalformedToolCall(ValueError):
         self.reason = reason
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Message:
+    """One message of a conversation. Frozen: a history is resent on every iteration, so each
+    message's wire JSON is computed once (``wire_json``) and must never go stale."""
+
     role: Role
     content: str | None = None
-    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None  # the tool's name on tool results, for readers of the history
+    _wire: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
+
+    def wire_json(self) -> str:
+        """``canonical_json(self.to_openai())``, computed once."""
+        if not self._wire:
+            self._wire.append(canonical_json(self.to_openai()))
+        return self._wire[0]
 
     def to_openai(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role}
@@ -77,8 +93,10 @@ class Message:
         return cls("user", content)
 
     @classmethod
-    def assistant(cls, content: str | None, tool_calls: list[ToolCall] | None = None) -> Message:
-        return cls("assistant", content, tool_calls or [])
+    def assistant(
+        cls, content: str | None, tool_calls: Sequence[ToolCall] | None = None
+    ) -> Message:
+        return cls("assistant", content, tuple(tool_calls or ()))
 
     @classmethod
     def tool(cls, tool_call_id: str, content: str, name: str | None = None) -> Message:
@@ -92,6 +110,13 @@ class ToolSpec:
     name: str
     description: str
     parameters: dict[str, Any]
+    _wire: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
+
+    def wire_json(self) -> str:
+        """``canonical_json(self.to_openai())``, computed once."""
+        if not self._wire:
+            self._wire.append(canonical_json(self.to_openai()))
+        return self._wire[0]
 
     def to_openai(self) -> dict[str, Any]:
         return {

@@ -140,27 +140,35 @@ class OpenAICompatBackend:
 
     # --- requests -----------------------------------------------------------------------------
 
+    def _sampling(self, request: ChatRequest) -> tuple[str, int, float]:
+        """Model, max_tokens and temperature: the request's own, else the backend's."""
+        return (
+            request.model or self.config.model,
+            request.max_tokens or self.config.max_tokens,
+            self.config.temperature if request.temperature is None else request.temperature,
+        )
+
     def _params(self, request: ChatRequest) -> dict[str, Any]:
+        model, max_tokens, temperature = self._sampling(request)
         params: dict[str, Any] = {
-            "model": request.model or self.config.model,
+            "model": model,
             "messages": [m.to_openai() for m in request.messages],
-            "max_tokens": request.max_tokens or self.config.max_tokens,
-            "temperature": (
-                self.config.temperature if request.temperature is None else request.temperature
-            ),
+            "max_tokens": max_tokens,
+            "temperature": temperature,
         }
         if request.tools:
             params["tools"] = [t.to_openai() for t in request.tools]
         return params
 
-    def _cache_key(self, params: dict[str, Any], request: ChatRequest) -> str:
+    def _cache_key(self, request: ChatRequest) -> str:
+        model, max_tokens, temperature = self._sampling(request)
         return request_key(
             request,
             backend=self.name,
             base_url=self.config.base_url,
-            model=params["model"],
-            max_tokens=params["max_tokens"],
-            temperature=params["temperature"],
+            model=model,
+            max_tokens=max_tokens,
+            temperature=temperature,
         )
 
     async def stream(
@@ -170,14 +178,14 @@ class OpenAICompatBackend:
         on_retry: RetryCallback | None = None,
         use_cache: bool = True,
     ) -> AsyncIterator[ChatChunk]:
-        params = self._params(request)
-        key = self._cache_key(params, request) if self.cache and use_cache else None
+        key = self._cache_key(request) if self.cache and use_cache else None
         if key is not None and self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
                 for chunk in replay(hit):
                     yield chunk
                 return
+        params = self._params(request)
         async for chunk in self.retry.stream(lambda: self._stream_once(params), on_retry):
             if chunk.kind == "done" and key is not None and self.cache is not None:
                 assert chunk.response is not None
@@ -219,12 +227,12 @@ class OpenAICompatBackend:
         on_retry: RetryCallback | None = None,
         use_cache: bool = True,
     ) -> ChatResponse:
-        params = self._params(request)
-        key = self._cache_key(params, request) if self.cache and use_cache else None
+        key = self._cache_key(request) if self.cache and use_cache else None
         if key is not None and self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
                 return hit
+        params = self._params(request)
         response = await self.retry.call(lambda: self._complete_once(params), on_retry)
         if key is not None and self.cache is not None:
             self.cache.put(key, response)
