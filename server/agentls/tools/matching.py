@@ -1,0 +1,519 @@
+"""Search/replace matching behind ``edit_file``: exact first, then progressively looser layers.
+
+Pure string work: the tool layer reads the text (through the workspace overlay) and puts the
+result into the ChangeSet. Every layer must find exactly one place; the first layer that finds
+anything decides, because each later layer accepts everything an earlier one does.
+"""
+
+from __future__ import annotations
+
+import difflib
+import heapq
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Literal
+
+MatchLayer = Literal["exact", "trailing_whitespace", "indentation", "unicode_punctuation"]
+MatchErrorCode = Literal["NO_MATCH", "AMBIGUOUS", "EMPTY_SEARCH"]
+
+# Typographic punctuation a model tends to type as ASCII (or the other way round).
+_PUNCTUATION_FOLDS = {
+    **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-"),
+    **dict.fromkeys("\u2018\u2019\u201a\u201b", "'"),
+    **dict.fromkeys("\u201c\u201d\u201e\u201f", '"'),
+    **dict.fromkeys(
+        "\u00a0\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000", " "
+    ),
+    "\u2026": "...",
+}
+
+_LAYER_WORDING: dict[MatchLayer, str] = {
+    "exact": "exactly",
+    "trailing_whitespace": "when trailing whitespace is ignored",
+    "indentation": "when indentation is ignored",
+    "unicode_punctuation": "when indentation and Unicode punctuation are ignored",
+}
+_MAX_LISTED_MATCHES = 10
+_MAX_SHOWN_LINES = 40
+_MAX_SHOWN_LINE_CHARS = 200
+# Above this many windows, difflib only scores the windows a cheap line/word score ranks best.
+_MAX_DIFFLIB_WINDOWS = 200
+_PREFILTERED_WINDOWS = 40
+_WORD = re.compile(r"\w+")
+
+
+def fold_punctuation(text: str) -> str:
+    """Curly quotes, dashes, odd spaces and the ellipsis replaced by their ASCII forms."""
+    if text.isascii():
+        return text
+    # A few C-speed replaces beat str.translate's per-character dictionary lookups.
+    for char, ascii_form in _PUNCTUATION_FOLDS.items():
+        if char in text:
+            text = text.replace(char, ascii_form)
+    return text
+
+
+@dataclass(frozen=True)
+class AppliedEdit:
+    """Where one edit landed: 1-based lines of the replaced text, before the edit was made."""
+
+    layer: MatchLayer
+    start_line: int
+    end_line: int
+
+
+@dataclass(frozen=True)
+class EditOutcome:
+    text: str
+    edits: tuple[AppliedEdit, ...]
+
+    @property
+    def layers(self) -> tuple[MatchLayer, ...]:
+        return tuple(edit.layer for edit in self.edits)
+
+
+@dataclass(frozen=True)
+class ClosestWindow:
+    """The lines of a file most similar to a block that was not found."""
+
+    start_line: int
+    lines: tuple[str, ...]
+    similarity: float
+
+    @property
+    def end_line(self) -> int:
+        return self.start_line + len(self.lines) - 1
+
+
+class MatchError(Exception):
+    """An edit that could not be placed. ``message`` is written for the model."""
+
+    def __init__(
+        self,
+        code: MatchErrorCode,
+        message: str,
+        *,
+        edit_index: int,
+        lines: tuple[int, ...] = (),
+        closest: ClosestWindow | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.edit_index = edit_index
+        self.lines = lines
+        self.closest = closest
+
+
+def apply_edits(text: str, edits: Sequence[tuple[str, str]]) -> EditOutcome:
+    """Apply ``(search, replace)`` pairs in order; all of them or, on the first error, none."""
+    current = text
+    applied: list[AppliedEdit] = []
+    for index, (search, replace) in enumerate(edits):
+        where = _edit_label(index, len(edits))
+        if search == "":
+            raise MatchError(
+                "EMPTY_SEARCH",
+                f"{where}: `search` is empty, so there is nothing to find. Put the exact lines to"
+                " change in `search` (to insert, include a neighbouring line in `search` and"
+                f" repeat it in `replace`).{_none_applied(len(edits))}",
+                edit_index=index,
+            )
+        match = _locate(current, search, replace, where, index, len(edits))
+        region = current[match.start : match.end]
+        start_line = current.count("\n", 0, match.start) + 1
+        end_line = start_line + region.count("\n") - (1 if region.endswith("\n") else 0)
+        applied.append(AppliedEdit(match.layer, start_line, max(start_line, end_line)))
+        current = current[: match.start] + match.replacement + current[match.end :]
+    return EditOutcome(current, tuple(applied))
+
+
+def closest_window(file_lines: Sequence[str], pattern: Sequence[str]) -> ClosestWindow | None:
+    """The run of ``len(pattern)`` file lines most similar to ``pattern`` (difflib ratio)."""
+    if not file_lines or not pattern:
+        return None
+    size = min(len(pattern), len(file_lines))
+    starts: Sequence[int] = range(len(file_lines) - size + 1)
+    if len(starts) > _MAX_DIFFLIB_WINDOWS:
+        starts = _promising_windows(file_lines, pattern, size)
+    matcher = difflib.SequenceMatcher(None, autojunk=False)
+    matcher.set_seq2("\n".join(_loose(line) for line in pattern))
+    scored: list[tuple[float, int]] = []
+    for start in starts:
+        matcher.set_seq1("\n".join(_loose(line) for line in file_lines[start : start + size]))
+        scored.append((matcher.quick_ratio(), start))
+    # quick_ratio bounds ratio from above, so stop once no remaining window can win.
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    best_ratio, best_start = -1.0, 0
+    for bound, start in scored:
+        if bound < best_ratio:
+            break
+        matcher.set_seq1("\n".join(_loose(line) for line in file_lines[start : start + size]))
+        ratio = matcher.ratio()
+        if ratio > best_ratio or (ratio == best_ratio and start < best_start):
+            best_ratio, best_start = ratio, start
+    return ClosestWindow(
+        best_start + 1, tuple(file_lines[best_start : best_start + size]), best_ratio
+    )
+
+
+def format_closest(window: ClosestWindow) -> str:
+    """The window as numbered lines, introduced by its line range and similarity."""
+    shown = window.lines[:_MAX_SHOWN_LINES]
+    width = len(str(window.start_line + len(shown) - 1))
+    body = "\n".join(
+        f"{window.start_line + offset:>{width}} | {_shorten(line)}"
+        for offset, line in enumerate(shown)
+    )
+    more = len(window.lines) - len(shown)
+    if more:
+        body += f"\n... ({more} more lines)"
+    span = (
+        f"line {window.start_line}"
+        if window.start_line == window.end_line
+        else f"lines {window.start_line}-{window.end_line}"
+    )
+    return f"The closest text in the file is {span} ({window.similarity:.0%} similar):\n{body}"
+
+
+@dataclass(frozen=True)
+class _Match:
+    start: int
+    end: int
+    replacement: str
+    layer: MatchLayer
+
+
+class _SplitText:
+    """The text as lines (without their endings) and where each line starts."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        pieces = text.split("\n")
+        self.pieces = pieces
+        # A final newline ends the last line; it does not start an empty one.
+        count = len(pieces) - 1 if pieces[-1] == "" else len(pieces)
+        self.contents = [
+            piece[:-1] if index < len(pieces) - 1 and piece.endswith("\r") else piece
+            for index, piece in enumerate(pieces[:count])
+        ]
+        self.starts = [0, *accumulate(len(piece) + 1 for piece in pieces[: count - 1])]
+
+    def has_newline(self, index: int) -> bool:
+        return index < len(self.pieces) - 1
+
+    def line_end(self, index: int) -> int:
+        """Offset just after the line's ending (or the end of the text)."""
+        if self.has_newline(index):
+            return self.starts[index] + len(self.pieces[index]) + 1
+        return len(self.text)
+
+    def content_end(self, index: int) -> int:
+        return self.starts[index] + len(self.contents[index])
+
+    def ending(self, index: int) -> str | None:
+        if not self.has_newline(index):
+            return None
+        return "\r\n" if self.pieces[index].endswith("\r") else "\n"
+
+
+def _locate(text: str, search: str, replace: str, where: str, index: int, total: int) -> _Match:
+    file_eol = _dominant_eol(text)
+    exact = _find_substring(text, search, replace, file_eol, where, index, total)
+    if exact is not None:
+        return exact
+
+    split = _SplitText(text)
+    normalized = search.replace("\r\n", "\n")
+    trailing_newline = normalized.endswith("\n")
+    search_lines = (normalized[:-1] if trailing_newline else normalized).split("\n")
+
+    for layer in _line_layers(text, search):
+        starts, delta = _find_lines(split, search_lines, layer)
+        if len(starts) > 1:
+            size = len(search_lines)
+            raise _ambiguous(where, index, total, layer, [(s + 1, s + size) for s in starts])
+        if starts:
+            return _line_match(
+                split, starts[0], search_lines, replace, trailing_newline, delta, layer, file_eol
+            )
+
+    closest = closest_window(split.contents, search_lines)
+    parts = [
+        f"{where}: `search` was not found in the file (also tried ignoring trailing whitespace,"
+        " indentation and Unicode punctuation)."
+    ]
+    if closest is not None:
+        parts.append(format_closest(closest))
+        if closest.similarity == 1.0:
+            parts.append(
+                "Those lines differ from `search` only in whitespace that no layer forgives:"
+                " tabs against spaces, or indentation that changes within the block."
+            )
+    already = _replacement_line(text, replace, file_eol)
+    if already is not None:
+        parts.append(
+            f"Note: the replacement text is already in the file at line {already}: the edit may"
+            " already be applied. Re-read the file before editing again."
+        )
+    parts.append(
+        "Copy the lines exactly as the file has them (read_file shows the current text) into"
+        f" `search` and try again.{_none_applied(total)}"
+    )
+    raise MatchError("NO_MATCH", "\n".join(parts), edit_index=index, closest=closest)
+
+
+def _find_substring(
+    text: str, search: str, replace: str, file_eol: str, where: str, index: int, total: int
+) -> _Match | None:
+    variants = [search]
+    adapted = _to_eol(search, file_eol)
+    if adapted != search:
+        variants.append(adapted)
+    for variant in variants:
+        start = text.find(variant)
+        if start < 0:
+            continue
+        if text.find(variant, start + 1) >= 0:
+            spans: list[tuple[int, int]] = []
+            position = start
+            while position >= 0 and len(spans) <= _MAX_LISTED_MATCHES:
+                first = text.count("\n", 0, position) + 1
+                spans.append((first, first + variant.rstrip("\n").count("\n")))
+                position = text.find(variant, position + 1)
+            raise _ambiguous(where, index, total, "exact", spans)
+        end = start + len(variant)
+        eol = _region_eol(text[start:end], file_eol)
+        return _Match(start, end, _to_eol(replace, eol), "exact")
+    return None
+
+
+def _line_layers(text: str, search: str) -> list[MatchLayer]:
+    layers: list[MatchLayer] = []
+    if "\r" in text:
+        # Line by line, so a block also matches where the file mixes CRLF and LF endings.
+        layers.append("exact")
+    layers += ["trailing_whitespace", "indentation"]
+    if not (text.isascii() and search.isascii()):
+        layers.append("unicode_punctuation")
+    return layers
+
+
+def _keys(lines: Sequence[str], layer: MatchLayer) -> list[str]:
+    if layer == "exact":
+        return list(lines)
+    if layer == "trailing_whitespace":
+        return [line.rstrip() for line in lines]
+    if layer == "indentation":
+        return [line.strip() for line in lines]
+    # Fold the whole block at once: no fold adds or removes a newline.
+    return [line.strip() for line in fold_punctuation("\n".join(lines)).split("\n")]
+
+
+def _find_lines(
+    split: _SplitText, search_lines: list[str], layer: MatchLayer
+) -> tuple[list[int], tuple[str, str]]:
+    """Starts of every window matching at ``layer``, and the indentation delta of the first."""
+    size = len(search_lines)
+    last_start = len(split.contents) - size
+    if last_start < 0:
+        return [], ("", "")
+    file_keys = _keys(split.contents, layer)
+    search_keys = _keys(search_lines, layer)
+    anchor = next((k for k, key in enumerate(search_keys) if key), 0)
+    anchor_key = search_keys[anchor]
+    tolerant = layer in ("indentation", "unicode_punctuation")
+    fold = layer == "unicode_punctuation"
+    starts: list[int] = []
+    first_delta = ("", "")
+    for position, key in enumerate(file_keys):
+        if key != anchor_key:
+            continue
+        start = position - anchor
+        if start < 0 or start > last_start or file_keys[start : start + size] != search_keys:
+            continue
+        if tolerant:
+            delta = _indent_delta(split.contents[start : start + size], search_lines, fold)
+            if delta is None:
+                continue
+            if not starts:
+                first_delta = delta
+        starts.append(start)
+        if len(starts) > _MAX_LISTED_MATCHES:
+            break
+    return starts, first_delta
+
+
+def _indent_delta(
+    file_block: Sequence[str], search_block: Sequence[str], fold: bool
+) -> tuple[str, str] | None:
+    """``(search_base, file_base)`` if the blocks differ only by a uniform indentation."""
+    file_leads: list[str] = []
+    search_leads: list[str] = []
+    for file_line, search_line in zip(file_block, search_block, strict=True):
+        if file_line.strip():
+            file_leads.append(_lead(file_line))
+            search_leads.append(_lead(search_line))
+    file_base = _common_prefix(file_leads)
+    search_base = _common_prefix(search_leads)
+    for file_lead, search_lead in zip(file_leads, search_leads, strict=True):
+        file_rest = file_lead[len(file_base) :]
+        search_rest = search_lead[len(search_base) :]
+        if fold:
+            file_rest, search_rest = fold_punctuation(file_rest), fold_punctuation(search_rest)
+        if file_rest != search_rest:
+            return None
+    return search_base, file_base
+
+
+def _common_prefix(texts: Sequence[str]) -> str:
+    if not texts:
+        return ""
+    # The lexicographically smallest and largest strings bound what all of them share.
+    low, high = min(texts), max(texts)
+    size = 0
+    while size < len(low) and low[size] == high[size]:
+        size += 1
+    return low[:size]
+
+
+def _lead(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _reindent(text: str, search_base: str, file_base: str) -> str:
+    if search_base == file_base:
+        return text
+    lines = []
+    for line in text.split("\n"):
+        if not line.strip():
+            lines.append(line)
+        elif line.startswith(search_base):
+            lines.append(file_base + line[len(search_base) :])
+        elif file_base.startswith(search_base):
+            lines.append(file_base[len(search_base) :] + line)
+        elif search_base.startswith(file_base):
+            removable = min(len(search_base) - len(file_base), len(_lead(line)))
+            lines.append(line[removable:])
+        else:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def _line_match(
+    split: _SplitText,
+    start: int,
+    search_lines: list[str],
+    replace: str,
+    trailing_newline: bool,
+    delta: tuple[str, str],
+    layer: MatchLayer,
+    file_eol: str,
+) -> _Match:
+    last = start + len(search_lines) - 1
+    replacement = replace.replace("\r\n", "\n")
+    if layer in ("indentation", "unicode_punctuation"):
+        replacement = _reindent(replacement, *delta)
+    if not trailing_newline:
+        end = split.content_end(last)
+    elif split.has_newline(last):
+        end = split.line_end(last)
+    else:
+        # The block ends the file, which has no final newline: keep it that way.
+        end = len(split.text)
+        if replacement.endswith("\n"):
+            replacement = replacement[:-1]
+    eol = split.ending(start) or file_eol
+    return _Match(split.starts[start], end, _to_eol(replacement, eol), layer)
+
+
+def _ambiguous(
+    where: str,
+    index: int,
+    total: int,
+    layer: MatchLayer,
+    spans: Sequence[tuple[int, int]],
+) -> MatchError:
+    listed = spans[:_MAX_LISTED_MATCHES]
+    places = ", ".join(f"line {a}" if a == b else f"lines {a}-{b}" for a, b in listed)
+    more = " and more" if len(spans) > _MAX_LISTED_MATCHES else ""
+    count = f"{len(spans)}" if not more else f"more than {_MAX_LISTED_MATCHES}"
+    return MatchError(
+        "AMBIGUOUS",
+        f"{where}: `search` matches {count} places {_LAYER_WORDING[layer]} ({places}{more}),"
+        " but it must match exactly one. Add surrounding lines to `search` (and the same lines"
+        f" to `replace`) so that it is unique.{_none_applied(total)}",
+        edit_index=index,
+        lines=tuple(a for a, _ in listed),
+    )
+
+
+def _replacement_line(text: str, replace: str, file_eol: str) -> int | None:
+    if not replace.strip():
+        return None
+    for candidate in (replace, _to_eol(replace, file_eol)):
+        position = text.find(candidate)
+        if position >= 0:
+            return text.count("\n", 0, position) + 1
+    return None
+
+
+def _promising_windows(file_lines: Sequence[str], pattern: Sequence[str], size: int) -> list[int]:
+    """Window starts ranked by a cheap score: whole lines found in the pattern, then words."""
+    pattern_lines = {_loose(line) for line in pattern} - {""}
+    pattern_words = set(_WORD.findall(" ".join(pattern)))
+    scores = []
+    for line in file_lines:
+        loose = _loose(line)
+        if loose in pattern_lines:
+            scores.append(2.0)
+            continue
+        words = set(_WORD.findall(loose))
+        scores.append(len(words & pattern_words) / len(words) if words else 0.0)
+    totals = [0.0, *accumulate(scores)]
+    window_scores = (
+        (totals[start + size] - totals[start], -start)
+        for start in range(len(file_lines) - size + 1)
+    )
+    best = heapq.nlargest(_PREFILTERED_WINDOWS, window_scores)
+    return sorted(-negated for _, negated in best)
+
+
+def _loose(line: str) -> str:
+    return " ".join(fold_punctuation(line).split())
+
+
+def _shorten(line: str) -> str:
+    if len(line) <= _MAX_SHOWN_LINE_CHARS:
+        return line
+    return line[:_MAX_SHOWN_LINE_CHARS] + " ..."
+
+
+def _dominant_eol(text: str) -> str:
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
+
+
+def _region_eol(region: str, file_eol: str) -> str:
+    if "\r\n" in region:
+        return "\r\n"
+    if "\n" in region:
+        return "\n"
+    return file_eol
+
+
+def _to_eol(text: str, eol: str) -> str:
+    text = text.replace("\r\n", "\n")
+    return text if eol == "\n" else text.replace("\n", eol)
+
+
+def _edit_label(index: int, total: int) -> str:
+    return "The edit" if total == 1 else f"Edit {index + 1} of {total}"
+
+
+def _none_applied(total: int) -> str:
+    if total == 1:
+        return ""
+    return f" None of the {total} edits were applied; send them all again."
