@@ -33,10 +33,11 @@ def request_key(
     max_tokens: int | None,
     temperature: float | None,
 ) -> str:
-    """SHA-256 of the canonical JSON of everything that shapes the answer.
+    """SHA-256 over the canonical JSON of everything that shapes the answer.
 
-    The JSON is assembled from each message's memoised canonical form, so a long history
-    resent on every iteration is serialised once, not once per request.
+    Each message and tool contributes the SHA-256 of its own canonical JSON, computed once
+    per message: a long history resent on every iteration is serialised and hashed once,
+    and the key stays exactly as discriminating as hashing the whole text.
     """
     head = canonical_json(
         {
@@ -47,17 +48,14 @@ def request_key(
             "temperature": temperature,
         }
     )
-    canonical = "".join(
-        (
-            head[:-1],
-            ',"messages":[',
-            ",".join(m.wire_json() for m in request.messages),
-            '],"tools":[',
-            ",".join(t.wire_json() for t in request.tools),
-            "]}",
-        )
-    )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(head.encode("utf-8"))
+    digest.update(b"\nmessages")
+    for message in request.messages:
+        digest.update(message.wire_digest())
+    digest.update(b"\ntools")
+    for tool in request.tools:
+        digest.update(tool.wire_digest())
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ supported backend speaks (DESIGN.md decision 5).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -73,6 +74,12 @@ class Message:
             self._wire.append(canonical_json(self.to_openai()))
         return self._wire[0]
 
+    def wire_digest(self) -> bytes:
+        """SHA-256 of ``wire_json()``, computed once (cache keys hash these, not the text)."""
+        if len(self._wire) < 2:
+            self._wire.append(hashlib.sha256(self.wire_json().encode("utf-8")).hexdigest())
+        return self._wire[1].encode("ascii")
+
     def to_openai(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role}
         if self.role == "assistant" and self.tool_calls:
@@ -117,6 +124,12 @@ class ToolSpec:
         if not self._wire:
             self._wire.append(canonical_json(self.to_openai()))
         return self._wire[0]
+
+    def wire_digest(self) -> bytes:
+        """SHA-256 of ``wire_json()``, computed once (cache keys hash these, not the text)."""
+        if len(self._wire) < 2:
+            self._wire.append(hashlib.sha256(self.wire_json().encode("utf-8")).hexdigest())
+        return self._wire[1].encode("ascii")
 
     def to_openai(self) -> dict[str, Any]:
         return {
