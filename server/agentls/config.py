@@ -87,6 +87,13 @@ class RetryConfig(BaseModel):
                                "asking for longer is reported instead.", examples=[30])
 
 
+class CompactionConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_messages: int = Field(120, ge=10, description="Messages a session may hold before its "
+                              "older part is summarised by the model.", examples=[120])
+
+
 def default_backends() -> dict[str, BackendConfig]:
     return {
         "openai": BackendConfig(),
@@ -119,6 +126,7 @@ class Settings(BaseModel):
                                    "loop stops for lack of progress.", examples=[3])
     cache: CacheConfig = Field(default_factory=CacheConfig)
     retry: RetryConfig = Field(default_factory=RetryConfig)
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
 
     @model_validator(mode="after")
     def _backend_exists(self) -> Settings:
