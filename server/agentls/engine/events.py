@@ -1,0 +1,136 @@
+"""What the engine tells a front-end while a run goes on, and what it may ask of it.
+
+Front-ends (the LSP server, the terminal) implement ``Frontend``; the engine never imports
+them. Events are plain frozen dataclasses with a ``kind`` so they serialise to the
+``agentls/chatEvent`` payloads of DESIGN.md's LSP contract and to the CLI's transcript.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol
+
+from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
+
+EventKind = Literal["text", "toolCall", "toolResult", "status", "retry", "edit", "done", "error"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    kind: EventKind
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextDelta(Event):
+    text: str = ""
+    cached: bool = False
+    kind: EventKind = "text"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallStarted(Event):
+    call_id: str = ""
+    name: str = ""
+    arguments: str = ""
+    kind: EventKind = "toolCall"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolResultEvent(Event):
+    call_id: str = ""
+    name: str = ""
+    ok: bool = True
+    summary: str = ""
+    kind: EventKind = "toolResult"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatusEvent(Event):
+    message: str = ""
+    iteration: int = 0
+    kind: EventKind = "status"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryEvent(Event):
+    attempt: int = 0
+    max_retries: int = 0
+    delay: float = 0.0
+    reason: str = ""
+    kind: EventKind = "retry"
+
+    @property
+    def text(self) -> str:
+        return (f"retry {self.attempt}/{self.max_retries} in {self.delay:.1f} s: "
+                f"{self.reason.replace('_', ' ')}")
+
+
+@dataclass(frozen=True)
+class FileChangeInfo:
+    path: str
+    kind: str  # create | update | delete | rename
+    insertions: int
+    deletions: int
+    old_path: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EditEvent(Event):
+    files: tuple[FileChangeInfo, ...] = ()
+    summary: str = ""
+    kind: EventKind = "edit"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DoneEvent(Event):
+    stop_reason: str = "done"
+    text: str = ""
+    kind: EventKind = "done"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ErrorEvent(Event):
+    message: str = ""
+    error_kind: str = ""
+    hint: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    kind: EventKind = "error"
+
+
+class Frontend(Protocol):
+    """Where events go and who answers questions. ``interactive`` false means nobody can be
+    asked: approvals become denials and ``ask_user`` tells the model to decide itself."""
+
+    interactive: bool
+
+    def on_event(self, event: Event) -> None: ...
+
+    async def confirm(self, request: ApprovalRequest) -> ApprovalAnswer: ...
+
+    async def ask(self, question: str, options: list[str]) -> str | None: ...
+
+
+class RecordingFrontend:
+    """A non-interactive front-end that keeps every event (tests, headless runs, benches)."""
+
+    def __init__(self, *, interactive: bool = False) -> None:
+        self.interactive = interactive
+        self.events: list[Event] = []
+
+    def on_event(self, event: Event) -> None:
+        self.events.append(event)
+
+    async def confirm(self, request: ApprovalRequest) -> ApprovalAnswer:
+        return "deny"
+
+    async def ask(self, question: str, options: list[str]) -> str | None:
+        return None
+
+    def text(self) -> str:
+        return "".join(e.text for e in self.events if isinstance(e, TextDelta))
+
+    def of(self, kind: EventKind) -> list[Event]:
+        return [e for e in self.events if e.kind == kind]

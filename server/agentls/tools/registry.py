@@ -1,0 +1,286 @@
+"""The toolbox the engine offers the model: schemas, argument checks, permissions, dispatch.
+
+Whatever the model sends, a call ends as a small JSON result the model can read: unknown
+tools, malformed JSON, wrong argument types, refusals by the fence or the permission policy
+and unexpected failures all come back as ``{"ok": false, "error": CODE, "message": ...}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentls.tools import files, git, search, shell
+from agentls.tools.output import DEFAULT_RESULT_LIMIT, fail, to_json
+from agentls.tools.permissions import (
+    Confirm,
+    PermissionPolicy,
+    SessionGrants,
+    check,
+    rejection,
+)
+from agentls.tools.workspace import FenceError, Workspace
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ToolSchema:
+    """What the model is told about a tool (OpenAI function format, minus the wrapper)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass
+class ToolContext:
+    """Everything a tool call may use; one per run (grants last for the session)."""
+
+    workspace: Workspace
+    policy: PermissionPolicy = field(default_factory=PermissionPolicy)
+    grants: SessionGrants = field(default_factory=SessionGrants)
+    confirm: Confirm | None = None  # None: nobody can be asked, so `ask` means deny
+    result_limit: int = DEFAULT_RESULT_LIMIT
+    shell_output_limit: int = shell.DEFAULT_OUTPUT_LIMIT
+    api_key_env: str = "OPENAI_API_KEY"
+
+
+Runner = Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    name: str
+    description: str
+    params: type[BaseModel]
+    run: Runner
+    read_only: bool
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    name: str
+    arguments: dict[str, Any] | None  # None when the model's arguments could not be parsed
+    result: dict[str, Any]
+    text: str  # the result as the model reads it (JSON, cut to the result limit)
+    read_only: bool
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.result.get("ok"))
+
+
+# --- parameter models of the tools that are not file tools ---------------------------------
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchTextParams(_Params):
+    query: str = Field(min_length=1, description="Text (or regular expression) to find.")
+    path: str = Field(".", description="Folder or file to search, relative to the root.")
+    regex: bool = Field(False, description="Treat query as a regular expression.")
+    case_sensitive: bool = Field(False, description="Match upper/lower case exactly.")
+    glob: str | None = Field(None, description="Only files matching this glob, e.g. '*.py'.")
+    max_results: int = Field(50, ge=1, le=search.MAX_RESULTS_LIMIT,
+                             description="Most matches to return.")
+
+
+class ShellExecParams(_Params):
+    command: str = Field(min_length=1, description="Shell command line to run.")
+    cwd: str | None = Field(None, description="Folder to run in, relative to the root.")
+    timeout: float = Field(30, gt=0, le=shell.MAX_TIMEOUT,
+                           description="Seconds before the command is killed (max 600).")
+
+
+class GitStatusParams(_Params):
+    pass
+
+
+class GitDiffParams(_Params):
+    path: str | None = Field(None, description="Limit the diff to this file or folder.")
+    staged: bool = Field(False, description="Show staged changes instead of unstaged ones.")
+
+
+class GitLogParams(_Params):
+    n: int = Field(5, ge=1, le=git.MAX_LOG_ENTRIES, description="How many commits to show.")
+
+
+def _sync(function: Callable[[Workspace, Any], dict[str, Any]], *, thread: bool) -> Runner:
+    async def run(ctx: ToolContext, params: Any) -> dict[str, Any]:
+        if thread:  # reads may walk big trees: keep the event loop (the editor) responsive
+            return await asyncio.to_thread(function, ctx.workspace, params)
+        return function(ctx.workspace, params)
+
+    return run
+
+
+async def _search(ctx: ToolContext, p: SearchTextParams) -> dict[str, Any]:
+    return await search.search_text(ctx.workspace, p.query, p.path, p.regex, p.case_sensitive,
+                                    p.glob, p.max_results)
+
+
+async def _shell(ctx: ToolContext, p: ShellExecParams) -> dict[str, Any]:
+    return await shell.shell_exec(ctx.workspace, p.command, p.cwd, p.timeout,
+                                  api_key_env=ctx.api_key_env,
+                                  output_limit=ctx.shell_output_limit)
+
+
+async def _git_status(ctx: ToolContext, p: GitStatusParams) -> dict[str, Any]:
+    return await git.git_status(ctx.workspace)
+
+
+async def _git_diff(ctx: ToolContext, p: GitDiffParams) -> dict[str, Any]:
+    return await git.git_diff(ctx.workspace, p.path, p.staged)
+
+
+async def _git_log(ctx: ToolContext, p: GitLogParams) -> dict[str, Any]:
+    return await git.git_log(ctx.workspace, p.n)
+
+
+DEFAULT_TOOLS: tuple[ToolDef, ...] = (
+    ToolDef("list_files", "List the files and folders in a folder of the workspace (sorted; "
+            "ignored and secret files are not shown). Folders end with '/'.",
+            files.ListFilesParams, _sync(files.list_files, thread=True), True),
+    ToolDef("read_file", "Read a text file with line numbers. Read a file before editing it. "
+            "Long files are cut at 2,000 lines: ask for a range with start_line/end_line.",
+            files.ReadFileParams, _sync(files.read_file, thread=True), True),
+    ToolDef("search_text", "Search the workspace for text or a regular expression (ripgrep). "
+            "Returns path:line:column and the matching line.",
+            SearchTextParams, _search, True),
+    ToolDef("write_file", "Create a new file, or replace/append to one. Prefer edit_file or "
+            "apply_patch for changes to existing files. Changes are shown to the person as a "
+            "diff to accept or reject.",
+            files.WriteFileParams, _sync(files.write_file, thread=False), False),
+    ToolDef("edit_file", "Change an existing file by exact search/replace blocks. Each search "
+            "text must appear exactly once: include a few surrounding lines.",
+            files.EditFileParams, _sync(files.edit_file, thread=False), False),
+    ToolDef("apply_patch", "Apply a multi-file patch in the apply_patch format (add, update, "
+            "move, delete files). All of it applies or none of it.",
+            files.ApplyPatchParams, _sync(files.apply_patch, thread=False), False),
+    ToolDef("delete_file", "Delete a file (not a folder).",
+            files.DeleteFileParams, _sync(files.delete_file, thread=False), False),
+    ToolDef("shell_exec", "Run a shell command in the workspace (tests, builds, linters). May "
+            "need the person's approval. Output is cut to its head and tail.",
+            ShellExecParams, _shell, False),
+    ToolDef("git_status", "Show the branch and changed files of the workspace's repository.",
+            GitStatusParams, _git_status, True),
+    ToolDef("git_diff", "Show uncommitted changes (or staged ones) as a unified diff.",
+            GitDiffParams, _git_diff, True),
+    ToolDef("git_log", "Show the last commits.", GitLogParams, _git_log, True),
+)
+
+
+@functools.cache
+def schema_of(params: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema of a parameter model, inlined and without titles; computed once."""
+    raw = params.model_json_schema()
+    definitions = raw.pop("$defs", {})
+
+    def clean(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return clean(definitions[node["$ref"].rsplit("/", 1)[-1]])
+            return {k: clean(v) for k, v in node.items() if k != "title"}
+        if isinstance(node, list):
+            return [clean(item) for item in node]
+        return node
+
+    schema: dict[str, Any] = clean(raw)
+    schema.setdefault("properties", {})
+    return schema
+
+
+class ToolBox:
+    def __init__(
+        self,
+        context: ToolContext,
+        tools: Sequence[ToolDef] = DEFAULT_TOOLS,
+        *,
+        only: Iterable[str] | None = None,
+    ) -> None:
+        wanted = set(only) if only is not None else None
+        self.context = context
+        self._tools = {t.name: t for t in tools if wanted is None or t.name in wanted}
+        self._schemas = [
+            ToolSchema(t.name, t.description, schema_of(t.params)) for t in self._tools.values()
+        ]
+
+    def schemas(self) -> list[ToolSchema]:
+        return list(self._schemas)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def is_read_only(self, name: str) -> bool:
+        tool = self._tools.get(name)
+        return tool is not None and tool.read_only
+
+    async def call(self, name: str, arguments: str | Mapping[str, Any]) -> ToolOutcome:
+        tool = self._tools.get(name)
+        if tool is None:
+            available = ", ".join(self._tools)
+            return self._outcome(name, None, fail(
+                "UNKNOWN_TOOL", f"There is no tool named {name!r}. Available tools: "
+                f"{available}."), read_only=True)
+        args = self._parse(arguments)
+        if isinstance(args, str):
+            return self._outcome(name, None, self._invalid(tool, args), tool.read_only)
+        try:
+            params = tool.params.model_validate(args)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            return self._outcome(name, args, self._invalid(tool, problems), tool.read_only)
+
+        decision = await check(self.context.policy, name, args, self.context.confirm,
+                               grants=self.context.grants)
+        if decision.permission != "allow":
+            return self._outcome(name, args, rejection(decision), tool.read_only)
+        try:
+            result = await tool.run(self.context, params)
+        except FenceError as exc:
+            result = fail(exc.code, exc.message)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug in a tool must not end the run: tell the model
+            log.exception("tool %s failed", name)
+            result = fail("TOOL_FAILED", f"{name} failed unexpectedly: {exc}. Try another "
+                          "approach; the failure has been logged.")
+        return self._outcome(name, args, result, tool.read_only)
+
+    @staticmethod
+    def _parse(arguments: str | Mapping[str, Any]) -> dict[str, Any] | str:
+        if isinstance(arguments, Mapping):
+            return dict(arguments)
+        try:
+            value = json.loads(arguments or "{}")
+        except json.JSONDecodeError as exc:
+            return f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
+        if not isinstance(value, dict):
+            return "the arguments must be a JSON object"
+        return value
+
+    @staticmethod
+    def _invalid(tool: ToolDef, problem: str) -> dict[str, Any]:
+        return fail(
+            "INVALID_ARGUMENTS",
+            f"Call to {tool.name} not run: {problem}. Send arguments matching the schema.",
+            schema=schema_of(tool.params),
+        )
+
+    def _outcome(self, name: str, args: dict[str, Any] | None, result: dict[str, Any],
+                 read_only: bool) -> ToolOutcome:
+        return ToolOutcome(name, args, result, to_json(result, self.context.result_limit),
+                           read_only)

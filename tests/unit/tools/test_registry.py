@@ -1,0 +1,102 @@
+"""The toolbox: schemas, bad model input, permissions, truncation, failures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentls.tools.permissions import ApprovalRequest, PermissionPolicy
+from agentls.tools.registry import DEFAULT_TOOLS, ToolBox, ToolContext, ToolDef, schema_of
+from agentls.tools.workspace import Workspace
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> ToolBox:
+    (tmp_path / "a.py").write_text("print('a')\n" * 3)
+    return ToolBox(ToolContext(Workspace([tmp_path])))
+
+
+def test_schemas_are_plain_json_schema_and_cached(box: ToolBox) -> None:
+    by_name = {s.name: s for s in box.schemas()}
+    assert set(by_name) == {t.name for t in DEFAULT_TOOLS}
+    edit = by_name["edit_file"].parameters
+    assert "$defs" not in json.dumps(edit) and "title" not in edit
+    assert edit["properties"]["edits"]["items"]["required"] == ["search", "replace"]
+    assert by_name["git_status"].parameters["properties"] == {}
+    assert schema_of(DEFAULT_TOOLS[0].params) is schema_of(DEFAULT_TOOLS[0].params)
+
+
+async def test_unknown_tool(box: ToolBox) -> None:
+    outcome = await box.call("rm_everything", "{}")
+    assert outcome.result["error"] == "UNKNOWN_TOOL" and "read_file" in outcome.result["message"]
+
+
+async def test_malformed_json_returns_schema(box: ToolBox) -> None:
+    outcome = await box.call("read_file", '{"path": "a.py"')
+    assert outcome.arguments is None
+    assert outcome.result["error"] == "INVALID_ARGUMENTS"
+    assert "not valid JSON" in outcome.result["message"]
+    assert outcome.result["schema"]["required"] == ["path"]
+
+
+async def test_wrong_types_and_extra_fields(box: ToolBox) -> None:
+    wrong = await box.call("read_file", {"path": "a.py", "start_line": "first"})
+    assert wrong.result["error"] == "INVALID_ARGUMENTS" and "start_line" in wrong.result["message"]
+    extra = await box.call("read_file", {"path": "a.py", "colour": "red"})
+    assert extra.result["error"] == "INVALID_ARGUMENTS" and "colour" in extra.result["message"]
+
+
+async def test_fence_errors_become_results(box: ToolBox) -> None:
+    outcome = await box.call("read_file", {"path": "../../etc/passwd"})
+    assert outcome.result["ok"] is False and outcome.result["error"] == "OUTSIDE_WORKSPACE"
+
+
+async def test_shell_is_asked_and_denied_without_a_callback(box: ToolBox) -> None:
+    outcome = await box.call("shell_exec", {"command": "python -c 'print(1)'"})
+    assert outcome.result["error"] == "USER_REJECTED"
+
+
+async def test_shell_approval_callback(tmp_path: Path) -> None:
+    asked: list[ApprovalRequest] = []
+
+    async def confirm(request: ApprovalRequest) -> str:
+        asked.append(request)
+        return "allow_once"
+
+    box = ToolBox(ToolContext(Workspace([tmp_path]), confirm=confirm))  # type: ignore[arg-type]
+    outcome = await box.call("shell_exec", {"command": "echo hello"})
+    assert outcome.ok and outcome.result["stdout"].strip() == "hello"
+    assert asked and "echo hello" in asked[0].title
+
+
+async def test_denied_tool_by_policy(tmp_path: Path) -> None:
+    policy = PermissionPolicy(tools={"write_file": "deny"})
+    box = ToolBox(ToolContext(Workspace([tmp_path]), policy=policy))
+    outcome = await box.call("write_file", {"path": "x.py", "content": "x"})
+    assert outcome.result["error"] == "USER_REJECTED"
+
+
+async def test_long_results_are_cut_to_the_limit(tmp_path: Path) -> None:
+    (tmp_path / "big.txt").write_text("word " * 10_000)
+    box = ToolBox(ToolContext(Workspace([tmp_path]), result_limit=2_000))
+    outcome = await box.call("read_file", {"path": "big.txt"})
+    assert len(outcome.text) <= 2_000 and "characters omitted" in outcome.text
+    assert json.loads(outcome.text)["ok"] is True  # still valid JSON
+
+
+async def test_a_crashing_tool_is_reported_not_raised(tmp_path: Path) -> None:
+    async def explode(ctx: ToolContext, params: object) -> dict[str, object]:
+        raise RuntimeError("kaboom")
+
+    broken = ToolDef("read_file", "broken", DEFAULT_TOOLS[1].params, explode, True)
+    box = ToolBox(ToolContext(Workspace([tmp_path])), [broken])
+    outcome = await box.call("read_file", {"path": "a"})
+    assert outcome.result["error"] == "TOOL_FAILED" and "kaboom" in outcome.result["message"]
+
+
+def test_only_limits_the_toolbox(tmp_path: Path) -> None:
+    box = ToolBox(ToolContext(Workspace([tmp_path])), only=["read_file", "edit_file"])
+    assert box.names() == ["read_file", "edit_file"]
+    assert box.is_read_only("read_file") and not box.is_read_only("edit_file")
