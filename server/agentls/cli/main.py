@@ -70,13 +70,32 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--script", required=True, type=Path, help="YAML or JSON script file")
     replay.add_argument("--port", type=int, default=8765)
     replay.add_argument("--host", default="127.0.0.1")
+
+    import importlib
+
+    for module_name in COMMAND_MODULES.values():
+        importlib.import_module(module_name).add_parser(commands)
     return parser
+
+
+# Subcommands implemented in their own modules: each has ``add_parser(commands)`` (argparse
+# only, so building the parser stays cheap) and ``run(args, workspace) -> int``.
+COMMAND_MODULES: dict[str, str] = {}
+
+
+def _command_module(name: str) -> str | None:
+    return COMMAND_MODULES.get(name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     workspace = (args.cwd or Path.cwd()).resolve()
     try:
+        module_name = _command_module(args.command)
+        if module_name is not None:
+            import importlib
+
+            return int(importlib.import_module(module_name).run(args, workspace))
         if args.command == "config":
             from agentls.cli.config_cmd import run_config
 
