@@ -15,7 +15,7 @@ from rich.table import Table
 
 from bench.harness import Figure
 
-SUITES = ["bench.bench_llm"]
+SUITES = ["bench.bench_llm", "bench.bench_tools", "bench.bench_engine"]
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
