@@ -273,3 +273,10 @@ async def test_compaction_summarises_the_older_part(harness: Harness) -> None:
     sent = harness.server.requests[-1].body["messages"]
     assert "We discussed turns 0 to 60." in sent[1]["content"]
     assert len(sent) < 60
+
+
+async def test_session_on_an_unconfigured_backend_is_an_error_result(harness: Harness) -> None:
+    sid = harness.store.create_session(backend="gone", model="m").id
+    result, front = await harness.run("hi", session_id=sid)
+    assert result.stop_reason == "error" and "no backend named 'gone'" in result.error_message
+    assert front.of("error")

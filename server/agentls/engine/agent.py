@@ -225,15 +225,14 @@ class Agent:
         if session is None:
             raise KeyError(f"no session {session_id!r}")
         state = self._sessions.setdefault(session_id, _SessionState())
-        backend: Backend = self.backends.get(session.backend)
-        history = self._request_history(session_id)
-        run = _Run(run_id, session, history)
+        run = _Run(run_id, session, self._request_history(session_id))
         stop: StopReason = "done"
         error: BackendError | None = None
         error_message = ""
         timeout = request.timeout_s or self.settings.timeout_ms / 1000
         try:
             async with asyncio.timeout(timeout):
+                backend: Backend = self.backends.get(session.backend)
                 if not state.system:  # levels 1-3: once per session, then never changed
                     state.facts = await context.build_project_facts(workspace)
                     state.instructions = await asyncio.to_thread(
