@@ -36,11 +36,14 @@ class ConfigError(Exception):
 class BackendConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    type: Literal["openai"] = Field(
+    type: Literal["openai", "codex", "copilot", "claude"] = Field(
         "openai",
         description="Protocol: `openai` = any OpenAI-compatible chat-completions server "
-        "(OpenAI, Ollama, vLLM, llama.cpp server, LM Studio).",
-        examples=["openai"],
+        "(OpenAI, Ollama, vLLM, llama.cpp server, LM Studio); `codex`, `copilot`, `claude` = "
+        "run that installed agent CLI (OpenAI Codex CLI, GitHub Copilot CLI, Claude Code), "
+        "which edits files itself: base_url, api_key_env and the sampling keys are ignored, "
+        "and model is passed to the CLI only when set explicitly.",
+        examples=["codex"],
     )
     base_url: str = Field(
         "https://api.openai.com/v1",
