@@ -21,6 +21,28 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+class _WireForm:
+    """The wire JSON of a frozen message-like object and its digest, each computed once."""
+
+    __slots__ = ()
+    _wire: list[str]
+
+    def to_openai(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def wire_json(self) -> str:
+        """``canonical_json(self.to_openai())``, computed once."""
+        if not self._wire:
+            self._wire.append(canonical_json(self.to_openai()))
+        return self._wire[0]
+
+    def wire_digest(self) -> bytes:
+        """SHA-256 of ``wire_json()``, computed once (cache keys hash these, not the text)."""
+        if len(self._wire) < 2:
+            self._wire.append(hashlib.sha256(self.wire_json().encode("utf-8")).hexdigest())
+        return self._wire[1].encode("ascii")
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """One call the model asked for. ``arguments`` is the raw JSON text the model produced."""
@@ -57,7 +79,7 @@ class MalformedToolCall(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Message:
+class Message(_WireForm):
     """One message of a conversation. Frozen: a history is resent on every iteration, so each
     message's wire JSON is computed once (``wire_json``) and must never go stale."""
 
@@ -67,18 +89,6 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None  # the tool's name on tool results, for readers of the history
     _wire: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
-
-    def wire_json(self) -> str:
-        """``canonical_json(self.to_openai())``, computed once."""
-        if not self._wire:
-            self._wire.append(canonical_json(self.to_openai()))
-        return self._wire[0]
-
-    def wire_digest(self) -> bytes:
-        """SHA-256 of ``wire_json()``, computed once (cache keys hash these, not the text)."""
-        if len(self._wire) < 2:
-            self._wire.append(hashlib.sha256(self.wire_json().encode("utf-8")).hexdigest())
-        return self._wire[1].encode("ascii")
 
     def to_openai(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role}
@@ -111,25 +121,13 @@ class Message:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolSpec:
+class ToolSpec(_WireForm):
     """A tool offered to the model: its name, what it does, and a JSON Schema of its arguments."""
 
     name: str
     description: str
     parameters: dict[str, Any]
     _wire: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
-
-    def wire_json(self) -> str:
-        """``canonical_json(self.to_openai())``, computed once."""
-        if not self._wire:
-            self._wire.append(canonical_json(self.to_openai()))
-        return self._wire[0]
-
-    def wire_digest(self) -> bytes:
-        """SHA-256 of ``wire_json()``, computed once (cache keys hash these, not the text)."""
-        if len(self._wire) < 2:
-            self._wire.append(hashlib.sha256(self.wire_json().encode("utf-8")).hexdigest())
-        return self._wire[1].encode("ascii")
 
     def to_openai(self) -> dict[str, Any]:
         return {
