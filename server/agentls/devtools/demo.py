@@ -1,12 +1,16 @@
 """`make demo`: real requests through the real backend layer, answered by a SCRIPTED model.
 
 No real model is involved: the scripted model server (agentls.devtools.replay) speaks the
-OpenAI HTTP API and answers from devtools/scripts/demo.yaml.
+OpenAI HTTP API and answers from devtools/scripts/demo.yaml, and, for the last part
+(`agentls run` editing a sample project), from devtools/scripts/demo_run.yaml.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -92,8 +96,74 @@ async def demo() -> int:
     return 0
 
 
+# --- `agentls run` on a sample project -------------------------------------------------------
+
+RUN_SCRIPT = Path(__file__).resolve().parent / "scripts" / "demo_run.yaml"
+SAMPLE_PROJECT = {
+    "calc.py": "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
+    "test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+    "README.md": "# calc\n\nA tiny sample project for the AgentLS demo.\n",
+}
+
+
+def _agentls(args: list[str], env: dict[str, str], *,
+             capture: bool) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agentls", *args], env=env, text=True,
+                          capture_output=capture, check=False, stdin=subprocess.DEVNULL)
+
+
+def run_section() -> int:
+    """`agentls run` editing a copy of a sample project, as a person or CI would run it."""
+    console.print(Panel.fit(
+        "5. [bold]agentls run[/bold] on a sample project. The model is still "
+        "[bold]SCRIPTED[/bold]\n"
+        f"({RUN_SCRIPT.name}): the tool calls are replayed, but reading, editing, the diff and\n"
+        "the atomic write to disk are the real engine and CLI.",
+        title="scripted model",
+    ))
+    with ReplayServer(RUN_SCRIPT) as server, tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        project = root / "calc"
+        project.mkdir()
+        for name, text in SAMPLE_PROJECT.items():
+            (project / name).write_text(text, encoding="utf-8")
+        task = root / "task.txt"
+        task.write_text("Please fix add in calc.py so the test passes.\n", encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLS_", "OPENAI_"))}
+        env.update({
+            "XDG_CONFIG_HOME": str(root / "config"),  # the person's own settings stay out
+            "XDG_CACHE_HOME": str(root / "cache"),
+            "AGENTLS_BACKEND": "scripted",
+            "AGENTLS_BACKENDS__SCRIPTED__BASE_URL": server.base_url,
+            "AGENTLS_BACKENDS__SCRIPTED__MODEL": "scripted-model",
+            "AGENTLS_BACKENDS__SCRIPTED__API_KEY_ENV": "none",
+            "AGENTLS_CACHE__ENABLED": "false",
+        })
+        console.print(f"sample project copied to {project}\n")
+        console.print("[bold]$ agentls run task.txt --dry-run[/bold]  "
+                      "[dim](streams the answer, shows the diff, writes nothing)[/dim]")
+        dry = _agentls(["run", str(task), "--cwd", str(project), "--dry-run"], env,
+                       capture=False)
+        unchanged = (project / "calc.py").read_text(encoding="utf-8") == SAMPLE_PROJECT["calc.py"]
+        console.print(f"[dim]exit {dry.returncode}; calc.py unchanged on disk: {unchanged}[/dim]\n")
+
+        console.print("[bold]$ agentls run task.txt --json[/bold]  "
+                      "[dim](writes the change atomically, prints one JSON object)[/dim]")
+        real = _agentls(["run", str(task), "--cwd", str(project), "--json"], env, capture=True)
+        if real.returncode != 0:
+            console.print(f"[red]agentls run failed (exit {real.returncode})[/red]\n{real.stderr}")
+            return 1
+        summary = json.loads(real.stdout)
+        console.print_json(json.dumps({k: summary[k] for k in (
+            "status", "stopReason", "exitCode", "backend", "model", "durationMs", "usage",
+            "changes", "applied")}))
+        console.print("calc.py on disk now:")
+        console.print((project / "calc.py").read_text(encoding="utf-8"), markup=False)
+    return 0
+
+
 def main() -> int:
-    return asyncio.run(demo())
+    return asyncio.run(demo()) or run_section()
 
 
 if __name__ == "__main__":

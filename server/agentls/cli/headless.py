@@ -1,0 +1,542 @@
+"""What ``agentls run`` and ``agentls loop`` share: options, set-up, iterations, writing the
+changes, artifacts, and the closing report.
+
+Order of a headless run: open the artifacts folder (if asked), read the prompt, load the
+settings (flags over config, RG-002), pick the backend (``--backend``, else the session's,
+else the configured one; an agent CLI such as ``codex`` runs through ``ExternalRunner``),
+open or create the session, run the body (one iteration, or the loop), then write the
+ChangeSet atomically (all files or none) unless the run was interrupted, ``--dry-run`` was
+given, or the artifacts failed, and finish with the summary on stderr or the ``--json``
+object on stdout.
+
+Ctrl-C cancels the iteration in progress: the engine closes the session cleanly (every tool
+call answered, every message stored), the pending changes are dropped, and the exit code is
+130. (An agent CLI is stopped too, but what it already wrote stays written.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import io
+import os
+import platform
+import re
+import signal
+import sqlite3
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from agentls import __version__, config
+from agentls.cli.artifacts import (
+    MIN_SECRET_LENGTH,
+    ArtifactsError,
+    RunArtifacts,
+    default_base,
+)
+from agentls.cli.frontend import TerminalFrontend, TtyPrompt
+from agentls.cli.render import Renderer
+from agentls.cli.report import ErrorInfo, IterationReport, Report, StopReason
+from agentls.cli.runners import EngineRunner, ExternalRunner, Outcome, Runner
+from agentls.engine.events import Event
+from agentls.engine.sessions import SessionInfo, SessionStore, title_from
+from agentls.llm.backend import HINTS
+
+SECRET_NAME_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
+_DURATION_SCALE = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+# --- options ------------------------------------------------------------------------------
+
+
+def parse_duration(text: str) -> float:
+    """``90s``, ``2m``, ``1h``, ``500ms`` or plain seconds, as seconds (> 0)."""
+    found = _DURATION.match(text)
+    if not found:
+        raise argparse.ArgumentTypeError(
+            f"invalid duration {text!r}: use a number with a unit, like 90s, 2m, 1h or 500ms")
+    seconds = float(found.group(1)) * _DURATION_SCALE[(found.group(2) or "s").lower()]
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: it must be more than 0")
+    return seconds
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number above 0, got {text!r}")
+    return value
+
+
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", help="backend name (see `agentls config list`)")
+    parser.add_argument("--model", help="model name for the chosen backend")
+    parser.add_argument("-C", "--cwd", type=Path, default=argparse.SUPPRESS,
+                        help="workspace folder (default: the current directory)")
+    parser.add_argument("--session", metavar="ID",
+                        help="continue this session (see `agentls sessions`); default: a new one")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="only the assistant's text on stdout and errors on stderr")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object at the end and nothing else on stdout")
+    parser.add_argument("--artifacts", action="store_true",
+                        help="write meta.json, transcript.ndjson and result.json to "
+                        ".agentls/runs/<id>/")
+    parser.add_argument("--artifacts-dir", type=Path, metavar="DIR",
+                        help="write the artifacts to DIR/<id>/ instead (implies --artifacts)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="do not read or write the response cache")
+    parser.add_argument("-y", "--yes", action="store_true",
+                        help="approve tool calls that need approval (shell commands)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="show the diff and write nothing")
+    parser.add_argument("--timeout", type=parse_duration, metavar="DURATION",
+                        help="time limit of the whole command: 90s, 2m, 1h (config: timeout_ms)")
+
+
+# --- the run ------------------------------------------------------------------------------
+
+
+class Stopped(Exception):
+    """Ends a headless run early with a stop reason (no model was involved, or no more)."""
+
+    def __init__(self, reason: StopReason, message: str, hint: str = "",
+                 kind: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.hint = hint
+        self.kind = kind
+
+
+Body = Callable[["Headless"], Awaitable[None]]
+
+
+class Headless:
+    def __init__(self, args: argparse.Namespace, workspace: Path, *, command: str,
+                 source: str, settings_flags: dict[str, Any] | None = None) -> None:
+        self.args = args
+        self.root = workspace
+        self.command = command
+        self.source = source  # the prompt or task file, or "-"
+        self.settings_flags = dict(settings_flags or {})
+        self.started = time.monotonic()
+        self.started_wall = time.time()
+        self.report = Report(command, dry_run=bool(args.dry_run))
+        self.renderer = Renderer(quiet=args.quiet, json_mode=args.json)
+        self.secrets = _secret_values(os.environ)
+        self.artifacts: RunArtifacts | None = None
+        self.artifacts_failure: ArtifactsError | None = None
+        self.interrupted = False
+        self.prompt = ""
+        self.iteration = 0
+        self.settings: config.Settings | None = None  # set once the backend is chosen
+        self.runner: Runner | None = None
+        self.meta_options: dict[str, Any] = {}  # command-specific options for meta.json
+        self._task: asyncio.Task[Outcome] | None = None
+
+    # --- entry point ---------------------------------------------------------------------
+
+    def execute(self, body: Body) -> int:
+        _tolerant_stdout()
+        try:
+            if not self.root.is_dir():
+                raise Stopped("usage", f"the workspace folder {self.root} does not exist",
+                              "pass an existing folder with --cwd")
+            if self.args.artifacts or self.args.artifacts_dir is not None:
+                self._open_artifacts()
+            self.prompt = self._read_prompt()
+            settings = self._load_settings()
+            asyncio.run(self._main(settings, body))
+        except Stopped as stop:
+            self.report.stop(stop.reason, stop.message, stop.hint, stop.kind)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            self.report.stop("interrupted")
+        return self._finish()
+
+    # --- before the first iteration ----------------------------------------------------------
+
+    def _open_artifacts(self) -> None:
+        base = self.args.artifacts_dir or default_base(self.root)
+        try:
+            self.artifacts = RunArtifacts.create(Path(base), self.root, self.secrets)
+            self.report.artifacts_dir = str(self.artifacts.directory)
+            self.artifacts.write_json("meta.json", self._meta())
+        except ArtifactsError as exc:
+            raise Stopped("artifacts-error", str(exc)) from None
+
+    def _read_prompt(self) -> str:
+        if self.source == "-":
+            text = sys.stdin.buffer.read().decode("utf-8-sig", errors="replace")
+            where = "stdin"
+        else:
+            text, where = self._read_prompt_file(Path(self.source))
+        if not text.strip():
+            raise Stopped("prompt-not-found", f"the prompt from {where} is empty",
+                          "write the prompt into the file, or pipe it in with `-`")
+        return text
+
+    def _read_prompt_file(self, path: Path) -> tuple[str, str]:
+        """Relative paths are looked up in the current folder, then in the workspace."""
+        candidates = [path] if path.is_absolute() else [Path.cwd() / path, self.root / path]
+        for candidate in dict.fromkeys(candidates):
+            try:
+                data = candidate.read_bytes()
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                raise Stopped("prompt-not-found",
+                              f"cannot read {candidate}: {exc.strerror or exc}",
+                              "pass a readable file, or - to read the prompt from stdin"
+                              ) from None
+            return data.decode("utf-8-sig", errors="replace"), str(candidate)
+        looked = " or ".join(str(c) for c in dict.fromkeys(candidates))
+        raise Stopped("prompt-not-found", f"prompt file not found: {looked}",
+                      "check the path, or pass - to read the prompt from stdin")
+
+    def _load_settings(self, **extra: Any) -> config.Settings:
+        """Configuration with the command line on top (RG-002)."""
+        flags = {**self.settings_flags, **extra}
+        if self.args.no_cache:
+            flags["cache.enabled"] = False
+        if self.args.timeout is not None:
+            flags["timeout_ms"] = max(1, round(self.args.timeout * 1000))
+        try:
+            return config.load(self.root, flags=flags).settings
+        except config.ConfigError as exc:
+            raise Stopped("config-error", str(exc)) from None
+
+    def _external(self, settings: config.Settings) -> config.BackendConfig | None:
+        """The agent CLI named by --backend (or the configuration), if it is one."""
+        name = self.args.backend or (None if self.args.session else settings.backend)
+        if name is None or (name in settings.backends
+                            and settings.backends[name].type == "openai"):
+            return None
+        from agentls.engine.external import external_backend
+
+        found = external_backend(settings, name)
+        if found is None:
+            return None
+        if self.args.session:
+            raise Stopped("usage", f"{name} keeps its own sessions; --session works with "
+                          "model-server backends only", "leave out --session")
+        if self.args.dry_run:
+            raise Stopped("usage", f"{name} edits files itself, so --dry-run cannot hold its "
+                          "changes back", "leave out --dry-run, or use a model-server backend")
+        return found
+
+    def _choose_backend(self, settings: config.Settings,
+                        session: SessionInfo | None) -> config.Settings:
+        """Flags over session over config; the result names the backend and model used."""
+        name = self.args.backend
+        if name is None and session is not None and session.backend in settings.backends:
+            name = session.backend
+        name = name or settings.backend
+        if name not in settings.backends:
+            names = ", ".join(sorted(settings.backends))
+            raise Stopped("backend-missing", f"no backend named {name!r} is configured "
+                          f"(configured: {names})",
+                          f"add it with `agentls config set backends.{name}.base_url URL`, "
+                          "or pick one of the configured backends")
+        extra = {"backend": name}
+        if self.args.model:
+            extra[f"backends.{name}.model"] = self.args.model
+        chosen = self._load_settings(**extra)
+        backend = chosen.active_backend
+        if backend.type != "openai":
+            raise Stopped("usage", f"session {session.id if session else ''} belongs to the "
+                          f"agent CLI {name}, which keeps its own sessions",
+                          "leave out --session")
+        self.report.backend, self.report.model = name, backend.model
+        if backend.api_key_env and not config.api_key(backend):
+            raise Stopped("backend-missing",
+                          f"backend {name!r} needs an API key in the environment variable "
+                          f"{backend.api_key_env}, which is not set",
+                          HINTS["auth"], kind="auth")
+        return chosen
+
+    def _open_session(self, store: SessionStore) -> SessionInfo | None:
+        wanted = self.args.session
+        if not wanted:
+            return None
+        session = store.get_session(wanted)
+        if session is None:
+            matches = [s for s in store.list_sessions(limit=10_000)
+                       if s.id.startswith(wanted.upper())]
+            session = matches[0] if len(matches) == 1 else None
+        if session is None:
+            raise Stopped("usage", f"no session {wanted!r} in this workspace ({self.root})",
+                          "list them with `agentls sessions`, or leave out --session to "
+                          "start a new one")
+        return session
+
+    def _open_store(self) -> SessionStore:
+        try:
+            return SessionStore.for_workspace(self.root)
+        except (OSError, sqlite3.Error) as exc:
+            raise Stopped("artifacts-error", f"cannot open the session store in "
+                          f"{self.root / '.agentls'}: {exc}",
+                          "run from a folder you can write to (--cwd DIR)") from None
+
+    # --- the iterations -----------------------------------------------------------------------
+
+    async def _main(self, settings: config.Settings, body: Body) -> None:
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGINT, self.interrupt)
+        store: SessionStore | None = None
+        tty: TtyPrompt | None = None
+        try:
+            external = self._external(settings)
+            tty = TtyPrompt.open(stdin_used=self.source == "-")
+            frontend = TerminalFrontend(self.renderer, yes=self.args.yes, prompt=tty,
+                                        record=self._record)
+            if external is not None:
+                self.settings = settings
+                name = self.args.backend or settings.backend
+                self.runner = ExternalRunner(settings, name, external, self.root, frontend,
+                                             model=self.args.model)
+            else:
+                store = self._open_store()
+                existing = self._open_session(store)
+                self.settings = self._choose_backend(settings, existing)
+                session = existing or store.create_session(
+                    backend=self.settings.backend, model=self.settings.active_backend.model,
+                    mode="chat" if frontend.interactive else "automation",
+                    title=title_from(self.prompt),
+                    metadata={"source": f"agentls {self.command}"})
+                store.record_command(session.id, self.prompt)
+                self.runner = EngineRunner(self.settings, self.root, store, session, frontend,
+                                           use_cache=not self.args.no_cache)
+            self.report.backend, self.report.model = self.runner.backend, self.runner.model
+            self.report.session_id = self.runner.session_id
+            if self.artifacts is not None:
+                self._write_artifact("meta.json", self._meta())
+            try:
+                await body(self)
+            except asyncio.CancelledError:
+                # Ctrl-C where signal handlers are unavailable (Windows) cancels this task.
+                _uncancel()
+                self.interrupted = True
+            if self.interrupted:
+                self.report.stop("interrupted")
+            await self._settle()
+        finally:
+            if self.runner is not None:
+                await self.runner.close()
+            if tty is not None:
+                tty.close()
+            if store is not None:
+                store.close()
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signal.SIGINT)
+
+    async def run_iteration(self, prompt: str, *, timeout_s: float | None = None) -> StopReason:
+        """One iteration; its text becomes ``report.text``. Sets the report's stop reason and
+        error unless it is done."""
+        assert self.runner is not None
+        self.iteration += 1
+        started = time.monotonic()
+        self.record({"kind": "iteration", "prompt": prompt})
+        task = asyncio.create_task(self.runner.run(prompt, iteration=self.iteration,
+                                                   timeout_s=timeout_s))
+        self._task = task
+        outcome: Outcome | None = None
+        try:
+            outcome = await task
+        except asyncio.CancelledError:
+            _uncancel()
+            self.interrupted = True
+        finally:
+            self._task = None
+        self.report.session_id = self.runner.session_id or self.report.session_id
+        if outcome is None:
+            outcome = Outcome("interrupted", f"{self.iteration}")
+        if self.artifacts_failure is not None:
+            outcome.reason = "artifacts-error"
+            outcome.error = ErrorInfo("artifacts-error", str(self.artifacts_failure))
+        elif self.interrupted:
+            outcome.reason, outcome.error = "interrupted", None
+        self.report.iterations.append(IterationReport(
+            index=self.iteration, run_id=outcome.run_id,
+            duration_ms=round(1000 * (time.monotonic() - started)), turns=outcome.turns,
+            stop_reason=outcome.reason, usage=outcome.usage, changed=outcome.changed))
+        self.report.text = outcome.text
+        if outcome.reason != "done":
+            error = outcome.error
+            self.report.stop(outcome.reason, error.message if error else "",
+                             error.hint if error else "", error.kind if error else None)
+        return outcome.reason
+
+    def interrupt(self) -> None:
+        """Ctrl-C: stop the iteration in progress; pending changes are dropped, the session
+        is kept."""
+        self.interrupted = True
+        self._abort()
+
+    def _abort(self) -> None:
+        if self.runner is not None and self.runner.cancel():
+            return
+        if self._task is not None and not self._task.done():
+            self._task.cancel()  # not started yet, or an agent CLI: cancel it from outside
+
+    # --- events and artifacts -----------------------------------------------------------------
+
+    def _record(self, event: Event) -> None:
+        self.record({"kind": event.kind, **event.to_dict()})
+
+    def record(self, entry: dict[str, Any]) -> None:
+        """A transcript line: time since start, loop iteration, then the entry."""
+        if self.artifacts is None or self.artifacts_failure is not None:
+            return
+        # Not "iteration": status events carry their own (the engine's model turn).
+        line = {"t": round(1000 * (time.monotonic() - self.started)),
+                "loopIteration": self.iteration, **entry}
+        try:
+            self.artifacts.record(line)
+        except ArtifactsError as exc:
+            self.artifacts_failure = exc
+            self._abort()
+
+    def _write_artifact(self, name: str, value: dict[str, Any]) -> None:
+        assert self.artifacts is not None
+        try:
+            self.artifacts.write_json(name, value)
+        except ArtifactsError as exc:
+            self.artifacts_failure = self.artifacts_failure or exc
+            raise Stopped("artifacts-error", str(exc)) from None
+
+    def _meta(self) -> dict[str, Any]:
+        args = self.args
+        settings = self.settings
+        backend = settings.backends.get(self.report.backend or "") if settings else None
+        finished = self.report.duration_ms or None
+        return {
+            "schema": 1,
+            "id": self.artifacts.directory.name if self.artifacts else None,
+            "command": self.command,
+            "agentlsVersion": __version__,
+            "python": platform.python_version(),
+            "platform": platform.system(),
+            "workspace": str(self.root),
+            "backend": self.report.backend,
+            "model": self.report.model,
+            "baseUrl": _without_credentials(backend.base_url)
+            if backend and backend.type == "openai" else None,
+            "sessionId": self.report.session_id,
+            "options": {
+                "source": self.source,
+                "quiet": args.quiet, "json": args.json, "dryRun": args.dry_run,
+                "yes": args.yes, "noCache": args.no_cache,
+                "timeoutMs": settings.timeout_ms if settings else None,
+                "maxIterations": settings.max_iterations if settings else None,
+                **self.meta_options,
+            },
+            "timings": {
+                "startedAt": _iso(self.started_wall),
+                "finishedAt": _iso(self.started_wall + finished / 1000) if finished else None,
+                "durationMs": finished,
+            },
+        }
+
+    # --- the end ------------------------------------------------------------------------------
+
+    async def _settle(self) -> None:
+        """Write the changes (all or nothing) unless this run must not; report them."""
+        assert self.runner is not None
+        if self.artifacts is not None and self.artifacts_failure is None:
+            # Prove the artifacts are still writable before touching the workspace: a run
+            # whose artifacts fail must not leave changes behind.
+            try:
+                self.artifacts.write_json("meta.json", self._meta())
+            except ArtifactsError as exc:
+                self.artifacts_failure = exc
+        why_not = ("interrupted" if self.interrupted else
+                   "artifacts could not be written" if self.artifacts_failure else
+                   "dry run" if self.args.dry_run else "")
+        settled = await self.runner.settle(write=not why_not, why_not=why_not)
+        self.report.changes = settled.changes
+        self.report.applied = settled.applied
+        self.report.changes_note = settled.note
+        if self.args.dry_run:
+            self.renderer.diff(settled.diffs)
+        if settled.failure is not None:
+            reason, error = settled.failure
+            if self.report.stop_reason == "done":
+                self.report.stop(reason, error.message, error.hint)
+            else:  # the run already stopped for another reason; keep it, say this too
+                self.renderer.error(error.message, error.hint)
+
+    def _finish(self) -> int:
+        self.report.duration_ms = max(1, round(1000 * (time.monotonic() - self.started)))
+        if self.artifacts is not None:
+            try:
+                if self.artifacts_failure is None:
+                    self.record({"kind": "result", "stopReason": self.report.stop_reason,
+                                 "exitCode": self.report.exit_code})
+                    self.artifacts.write_json("meta.json", self._meta())
+                    self.artifacts.write_json("result.json", self.report.to_dict())
+            except ArtifactsError as exc:
+                self.artifacts_failure = exc
+            if self.artifacts_failure is not None:
+                self.report.stop("artifacts-error", str(self.artifacts_failure))
+            self.artifacts.close()
+        self.renderer.close()
+        redact = self.artifacts.redact if self.artifacts else _redactor(self.secrets)
+        if self.args.json:
+            self.renderer.result_json(self.report, redact)
+        else:
+            self.renderer.summary(self.report)
+        return self.report.exit_code
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def _uncancel() -> None:
+    task = asyncio.current_task()
+    if task is not None:
+        while task.cancelling():
+            task.uncancel()
+
+
+def _secret_values(environ: Any) -> list[str]:
+    """Values of environment variables whose names say they hold a credential: they must
+    never reach an artifact or the --json output."""
+    return [value for name, value in environ.items()
+            if any(marker in name.upper() for marker in SECRET_NAME_MARKERS)
+            and len(value) >= MIN_SECRET_LENGTH]
+
+
+def _redactor(secrets: list[str]) -> Callable[[str], str]:
+    return RunArtifacts(Path("."), secrets).redact
+
+
+def _without_credentials(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def _iso(timestamp: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(timestamp))
+
+
+def _tolerant_stdout() -> None:
+    # A model can answer in any script; a console that cannot show a character gets "?".
+    stream = sys.stdout
+    if isinstance(stream, io.TextIOWrapper) and \
+            (stream.encoding or "").lower().replace("-", "") != "utf8":
+        stream.reconfigure(errors="replace")

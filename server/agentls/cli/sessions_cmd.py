@@ -1,0 +1,136 @@
+"""`agentls sessions [--json]` lists this workspace's sessions; `agentls sessions show ID`
+prints one session's messages. ID may be any unique prefix of a session id.
+
+Reading never creates anything: a workspace without ``.agentls/state.db`` has no sessions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from agentls.cli import exitcodes
+from agentls.engine.sessions import STATE_DB, STATE_DIR, SessionInfo, SessionStore, StoredMessage
+
+CONTENT_PREVIEW = 2_000  # characters of a message shown by `show` (--json has everything)
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser("sessions", help="list this workspace's sessions, or show one")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--limit", type=int, default=50, help="most sessions listed (50)")
+    _add_cwd(parser)
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    show = actions.add_parser("show", help="print one session's messages")
+    show.add_argument("session_id", metavar="ID", help="a session id, or a unique prefix")
+    show.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                      help="print one JSON object")
+    _add_cwd(show)
+
+
+def _add_cwd(parser: argparse.ArgumentParser) -> None:
+    # SUPPRESS: without the flag, the global -C/--cwd given before the command stands.
+    parser.add_argument("-C", "--cwd", type=Path, default=argparse.SUPPRESS,
+                        help="workspace folder (default: the current directory)")
+
+
+def run(args: argparse.Namespace, workspace: Path) -> int:
+    db = workspace / STATE_DIR / STATE_DB
+    if not db.is_file():
+        if args.action == "show":
+            print(f"agentls sessions: no sessions in {workspace} yet", file=sys.stderr)
+            return exitcodes.USAGE
+        _print_list([], args.json, workspace)
+        return exitcodes.OK
+    with SessionStore(db, workspace_root=workspace) as store:
+        if args.action == "show":
+            return _show(store, args.session_id, args.json)
+        _print_list(store.list_sessions(limit=max(1, args.limit)), args.json, workspace)
+    return exitcodes.OK
+
+
+def session_dict(info: SessionInfo) -> dict[str, Any]:
+    return {
+        "id": info.id, "title": info.title, "backend": info.backend, "model": info.model,
+        "mode": info.mode, "createdAt": _iso(info.created_at), "updatedAt": _iso(info.updated_at),
+        "messages": info.message_count, "metadata": info.metadata,
+    }
+
+
+def message_dict(stored: StoredMessage) -> dict[str, Any]:
+    message = stored.message
+    return {
+        "seq": stored.seq, "kind": stored.kind, "role": message.role,
+        "content": message.content, "createdAt": _iso(stored.created_at),
+        "toolCalls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                      for c in message.tool_calls],
+        "toolCallId": message.tool_call_id, "toolName": message.name,
+        "metadata": stored.metadata,
+    }
+
+
+def _print_list(sessions: list[SessionInfo], as_json: bool, workspace: Path) -> None:
+    if as_json:
+        print(json.dumps({"workspace": str(workspace),
+                          "sessions": [session_dict(s) for s in sessions]},
+                         ensure_ascii=False, indent=2))
+        return
+    if not sessions:
+        print(f"no sessions in {workspace}", file=sys.stderr)
+        return
+    for info in sessions:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at))
+        print(f"{info.id}  {when}  {info.backend}/{info.model}  {info.mode:<10}  "
+              f"{info.message_count:>4} msgs  {info.title or '(untitled)'}")
+
+
+def _find(store: SessionStore, wanted: str) -> SessionInfo | None:
+    found = store.get_session(wanted)
+    if found is not None:
+        return found
+    matches = [s for s in store.list_sessions(limit=10_000) if s.id.startswith(wanted.upper())]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _show(store: SessionStore, wanted: str, as_json: bool) -> int:
+    info = _find(store, wanted)
+    if info is None:
+        print(f"agentls sessions: no session {wanted!r} in this workspace (an id or a unique "
+              "prefix); list them with `agentls sessions`", file=sys.stderr)
+        return exitcodes.USAGE
+    history = store.history(info.id)
+    if as_json:
+        print(json.dumps({"session": session_dict(info),
+                          "messages": [message_dict(m) for m in history]},
+                         ensure_ascii=False, indent=2))
+        return exitcodes.OK
+    console = Console(highlight=False, soft_wrap=True)
+    console.print(Text(f"{info.id}  {info.title or '(untitled)'}", style="bold"))
+    console.print(Text(f"{info.backend}/{info.model} · {info.mode} · {info.message_count} "
+                       f"messages · updated {_iso(info.updated_at)}", style="dim"))
+    for stored in history:
+        message = stored.message
+        label = message.role if stored.kind == "message" else f"{message.role} ({stored.kind})"
+        if message.role == "tool" and message.name:
+            label = f"tool {message.name}"
+        console.print()
+        console.print(Text(f"#{stored.seq} {label}", style="bold cyan"))
+        if message.content:
+            content = message.content
+            if len(content) > CONTENT_PREVIEW:
+                content = content[:CONTENT_PREVIEW] + f"… ({len(message.content)} characters)"
+            console.print(Text(content))
+        for call in message.tool_calls:
+            console.print(Text(f"→ {call.name} {call.arguments}", style="yellow"))
+    return exitcodes.OK
+
+
+def _iso(timestamp: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(timestamp))
