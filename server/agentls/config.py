@@ -125,6 +125,8 @@ class Settings(BaseModel):
     completion_mode: Literal["marker", "json"] = Field(
         "marker", description="How `agentls loop` knows a task is done: a final `DONE` line "
         "(marker) or a JSON status object (json).", examples=["json"])
+    tool_timeout_s: float = Field(60.0, gt=0, description="Seconds one tool call may take "
+                                  "(shell_exec: at least its own timeout).", examples=[60])
     no_progress_limit: int = Field(3, gt=0, description="Identical outputs in a row before a "
                                    "loop stops for lack of progress.", examples=[3])
     cache: CacheConfig = Field(default_factory=CacheConfig)

@@ -296,6 +296,7 @@ class Agent:
                 grants=state.grants,
                 confirm=None if automation else _confirm(frontend),
                 api_key_env=self.settings.active_backend.api_key_env or "OPENAI_API_KEY",
+                tool_timeout_s=self.settings.tool_timeout_s,
             ),
             only=request.tools,
         )

@@ -51,6 +51,7 @@ class ToolContext:
     result_limit: int = DEFAULT_RESULT_LIMIT
     shell_output_limit: int = shell.DEFAULT_OUTPUT_LIMIT
     api_key_env: str = "OPENAI_API_KEY"
+    tool_timeout_s: float = 60.0  # per call; shell_exec gets at least its own timeout + 5 s
 
 
 Runner = Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]
@@ -248,8 +249,15 @@ class ToolBox:
                                grants=self.context.grants)
         if decision.permission != "allow":
             return self._outcome(name, args, rejection(decision), tool.read_only)
+        limit = self.context.tool_timeout_s
+        if isinstance(params, ShellExecParams):
+            limit = max(limit, params.timeout + 5)
         try:
-            result = await tool.run(self.context, params)
+            async with asyncio.timeout(limit):
+                result = await tool.run(self.context, params)
+        except TimeoutError:
+            result = fail("TOOL_TIMEOUT", f"{name} did not finish within {limit:g} s and was "
+                          "stopped. Try a narrower request (a smaller path, a shorter command).")
         except FenceError as exc:
             result = fail(exc.code, exc.message)
         except asyncio.CancelledError:

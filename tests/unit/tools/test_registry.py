@@ -100,3 +100,16 @@ def test_only_limits_the_toolbox(tmp_path: Path) -> None:
     box = ToolBox(ToolContext(Workspace([tmp_path])), only=["read_file", "edit_file"])
     assert box.names() == ["read_file", "edit_file"]
     assert box.is_read_only("read_file") and not box.is_read_only("edit_file")
+
+
+async def test_a_tool_that_takes_too_long_is_stopped(tmp_path: Path) -> None:
+    import asyncio
+
+    async def hang(ctx: ToolContext, params: object) -> dict[str, object]:
+        await asyncio.sleep(3600)
+        return {"ok": True}
+
+    slow = ToolDef("read_file", "slow", DEFAULT_TOOLS[1].params, hang, True)
+    box = ToolBox(ToolContext(Workspace([tmp_path]), tool_timeout_s=0.05), [slow])
+    outcome = await box.call("read_file", {"path": "a"})
+    assert outcome.result["error"] == "TOOL_TIMEOUT"
