@@ -41,7 +41,8 @@ async def test_multi_step_run_reads_searches_edits_two_files(harness: Harness) -
     result, front = await harness.run("please fix add")
     assert result.stop_reason == "done", result.error_message
     assert result.iterations == 3
-    assert result.text == "Looking.Fixed add and updated main."
+    assert result.text == "Looking.\n\nFixed add and updated main."
+    assert front.text() == result.text
     assert {str(p.relative_to(harness.root)) for p in result.changeset.paths()} == {
         "src/calc.py", "src/main.py"}
     assert (harness.root / "src" / "calc.py").read_text().endswith("a - b\n")  # not on disk

@@ -140,6 +140,7 @@ class _Run:
         self.session = session
         self.history = history
         self.text_parts: list[str] = []
+        self.break_before_text = False  # a new step's text starts a new paragraph
         self.usage = Usage()
         self.iterations = 0
         self.signatures: list[tuple[tuple[str, str], ...]] = []
@@ -336,6 +337,7 @@ class Agent:
             cut_off = response.finish_reason == "length"
             await self._run_tools(run, response.tool_calls, toolbox, frontend, automation,
                                   cut_off)
+            run.break_before_text = True
         return "max_iterations"
 
     async def _ask_model(
@@ -361,6 +363,10 @@ class Agent:
                 async for chunk in backend.stream(chat, on_retry=on_retry,
                                                   use_cache=request.use_cache):
                     if chunk.kind == "text" and chunk.text:
+                        if run.break_before_text and any(run.text_parts):
+                            run.text_parts.append("\n\n")
+                            frontend.on_event(TextDelta(text="\n\n"))
+                        run.break_before_text = False
                         frontend.on_event(TextDelta(text=chunk.text, cached=chunk.cached))
                     elif chunk.kind == "done":
                         response = chunk.response
