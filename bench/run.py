@@ -15,7 +15,7 @@ from rich.table import Table
 
 from bench.harness import Figure
 
-SUITES = ["bench.bench_llm", "bench.bench_tools", "bench.bench_engine"]
+SUITES = ["bench.bench_llm", "bench.bench_tools", "bench.bench_engine", "bench.bench_lsp"]
 RESULTS = Path(__file__).resolve().parent / "results"
 
 

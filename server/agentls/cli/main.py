@@ -23,7 +23,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(exitcodes.USAGE, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or with ``only`` the one module command that will run (so
+    `agentls serve` does not import what `agentls run` needs: editor start-up is measured)."""
     parser = _Parser(prog="agentls", description="An LLM coding agent for your editor and CI.")
     parser.add_argument("--version", action="version", version=f"agentls {__version__}")
     parser.add_argument(
@@ -73,22 +75,41 @@ def build_parser() -> argparse.ArgumentParser:
 
     import importlib
 
-    for module_name in COMMAND_MODULES.values():
-        importlib.import_module(module_name).add_parser(commands)
+    for name, module_name in COMMAND_MODULES.items():
+        if only is None or only == name:
+            importlib.import_module(module_name).add_parser(commands)
     return parser
 
 
 # Subcommands implemented in their own modules: each has ``add_parser(commands)`` (argparse
 # only, so building the parser stays cheap) and ``run(args, workspace) -> int``.
-COMMAND_MODULES: dict[str, str] = {}
+COMMAND_MODULES: dict[str, str] = {
+    "backends": "agentls.cli.backends_cmd",
+    "run": "agentls.cli.run",
+    "loop": "agentls.cli.loop",
+    "sessions": "agentls.cli.sessions_cmd",
+    "serve": "agentls.cli.serve_cmd",
+}
 
 
 def _command_module(name: str) -> str | None:
     return COMMAND_MODULES.get(name)
 
 
+def _requested_command(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line, if it is a module command."""
+    words = iter(argv)
+    for word in words:
+        if word in ("-C", "--cwd"):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word if word in COMMAND_MODULES else None
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(_requested_command(arguments)).parse_args(arguments)
     workspace = (args.cwd or Path.cwd()).resolve()
     try:
         module_name = _command_module(args.command)

@@ -163,7 +163,9 @@ def run_section() -> int:
 
 
 def main() -> int:
-    return asyncio.run(demo()) or run_section()
+    from agentls.devtools.demo_lsp import lsp_section
+
+    return asyncio.run(demo()) or run_section() or asyncio.run(lsp_section())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,155 @@
+"""Chat: ``agentls/chat``, ``agentls/cancel``, ``agentls/sessions``, ``agentls/history``.
+
+``agentls/chat`` runs one turn (lsp/runs.py) with the context the client sent: the document
+and range become the selection (the range's text read from the open buffer), attached
+files and diagnostics go along. Events stream as ``agentls/chatEvent``; the response comes
+when the run is over: ``{sessionId, runId, text, stopReason, changes, applied}``.
+A session created here is a row of ``.agentls/state.db``, the one the CLI reads.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pygls.exceptions import JsonRpcInvalidParams
+
+from agentls.lsp import documents, protocol
+from agentls.lsp.protocol import ChatContext, ChatParams, ChatResult, ParamsError
+from agentls.lsp.runs import TurnRefused, TurnRequest
+from agentls.lsp.server import AgentLanguageServer, logged, refused_error
+
+if TYPE_CHECKING:
+    from agentls.engine.context import Attachments
+    from agentls.engine.sessions import StoredMessage
+
+log = logging.getLogger(__name__)
+
+_SEVERITIES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
+
+
+def attachments_for(ls: AgentLanguageServer, context: ChatContext) -> Attachments | None:
+    """The engine's level-4 attachments for a chat context (paths as the editor gave them)."""
+    from agentls.engine.context import Attachments, Diagnostic, Selection
+
+    selection: Selection | None = None
+    files = [_path_or_uri(uri) for uri in context.files]
+    if context.uri is not None:
+        path = _path_or_uri(context.uri)
+        if context.range is None:
+            files.insert(0, path)
+        else:
+            start, end = context.range.start, context.range.end
+            last = end.line if end.character == 0 and end.line > start.line else end.line + 1
+            selection = Selection(path, start.line + 1, max(last, start.line + 1),
+                                  _range_text(ls, context))
+    diagnostics = [
+        Diagnostic(_path_or_uri(d.uri), d.line + 1, d.message,
+                   _SEVERITIES.get(d.severity or 1, "error"), d.character + 1, d.source, d.code)
+        for d in context.diagnostics
+    ]
+    attachments = Attachments(selection, tuple(dict.fromkeys(files)), tuple(diagnostics))
+    return attachments if attachments else None
+
+
+def _path_or_uri(uri: str) -> str:
+    path = documents.path_of(uri)
+    return str(path) if path is not None else uri
+
+
+def _range_text(ls: AgentLanguageServer, context: ChatContext) -> str:
+    assert context.uri is not None and context.range is not None
+    try:  # the open buffer if there is one, else the file on disk
+        return ls.workspace.get_text_document(context.uri).text_in_client_range(context.range)
+    except (OSError, UnicodeDecodeError, IndexError) as exc:
+        log.info("could not read the selection in %s: %s", context.uri, exc)
+        return ""
+
+
+async def run_chat(ls: AgentLanguageServer, params: ChatParams) -> ChatResult:
+    """One chat turn, for ``agentls/chat`` and the ``agentls.chat`` command."""
+    try:
+        await ls.engine()  # loads the engine (in a thread) before the context is built
+        request = TurnRequest(params.prompt, session_id=params.session_id,
+                              attachments=attachments_for(ls, params.context),
+                              work_done_token=params.work_done_token)
+        turn = await ls.run_agent(request)
+    except TurnRefused as exc:
+        raise refused_error(exc) from None
+    return turn.chat_result()
+
+
+def session_payload(info: Any) -> protocol.SessionPayload:
+    return {"id": info.id, "title": info.title, "createdAt": info.created_at,
+            "updatedAt": info.updated_at, "backend": info.backend, "model": info.model,
+            "mode": info.mode, "messageCount": info.message_count}
+
+
+def message_payload(stored: StoredMessage) -> protocol.HistoryMessagePayload:
+    message = stored.message
+    out: protocol.HistoryMessagePayload = {
+        "id": stored.id, "seq": stored.seq, "kind": stored.kind, "role": message.role,
+        "content": message.content, "createdAt": stored.created_at,
+        "metadata": stored.metadata,
+    }
+    if message.tool_calls:
+        out["toolCalls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                            for c in message.tool_calls]
+    if message.tool_call_id:
+        out["toolCallId"] = message.tool_call_id
+    if message.role == "tool" and message.name:
+        out["toolName"] = message.name
+    return out
+
+
+def _invalid(exc: ParamsError) -> JsonRpcInvalidParams:
+    return JsonRpcInvalidParams(str(exc))
+
+
+def setup(server: AgentLanguageServer) -> None:
+    @server.feature(protocol.CHAT)
+    @logged
+    async def chat(ls: AgentLanguageServer, params: Any) -> ChatResult:
+        try:
+            parsed = protocol.parse_chat_params(params)
+        except ParamsError as exc:
+            raise _invalid(exc) from None
+        return await run_chat(ls, parsed)
+
+    @server.feature(protocol.CANCEL)
+    @logged
+    async def cancel(ls: AgentLanguageServer, params: Any) -> dict[str, bool]:
+        try:
+            run_id = protocol.parse_run_id(params)
+        except ParamsError as exc:
+            raise _invalid(exc) from None
+        return {"cancelled": ls.cancel_run(run_id)}
+
+    @server.feature(protocol.SESSIONS)
+    @logged
+    async def sessions(ls: AgentLanguageServer, params: Any) -> dict[str, Any]:
+        try:
+            limit = protocol.parse_limit(params)
+            host = await ls.engine()
+        except ParamsError as exc:
+            raise _invalid(exc) from None
+        except TurnRefused as exc:
+            raise refused_error(exc) from None
+        return {"sessions": [session_payload(s) for s in host.store.list_sessions(limit)]}
+
+    @server.feature(protocol.HISTORY)
+    @logged
+    async def history(ls: AgentLanguageServer, params: Any) -> dict[str, Any]:
+        from agentls.engine.sessions import SessionNotFound
+
+        try:
+            session_id = protocol.parse_session_id(params)
+            host = await ls.engine()
+        except ParamsError as exc:
+            raise _invalid(exc) from None
+        except TurnRefused as exc:
+            raise refused_error(exc) from None
+        if host.store.get_session(session_id) is None:
+            raise JsonRpcInvalidParams(str(SessionNotFound(session_id)))
+        return {"sessionId": session_id,
+                "messages": [message_payload(m) for m in host.store.history(session_id)]}

@@ -1,0 +1,188 @@
+"""Code actions, lazily: ``textDocument/codeAction`` lists, ``codeAction/resolve`` works.
+
+The listing answers from the request and the open document's version alone (no model, no
+disk; see action_catalog.py). ``codeAction/resolve`` runs the agent on the action's file
+and returns the action with its versioned ``edit``, or without one and a
+``window/showMessage`` saying why (the document changed, the model changed nothing ...).
+Clients that cannot resolve get every action with the ``agentls.runAction`` command, which
+does the same work and sends the edit through ``workspace/applyEdit``; "Explain" always
+runs as that command and shows its answer as a Markdown document.
+
+User-defined actions come from the ``agentls.actions`` setting: ``[{title, kind, prompt}]``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types as lsp
+
+from agentls.lsp import settings as lsp_settings
+from agentls.lsp.action_catalog import (
+    ACTIONS_SETTING,
+    ADVERTISED_KINDS,
+    RUN_ACTION_COMMAND,
+    ActionLister,
+    parse_user_actions,
+)
+from agentls.lsp.commands import register_command
+from agentls.lsp.server import AgentLanguageServer
+
+if TYPE_CHECKING:
+    from agentls.lsp.action_runner import ActionOutcome
+
+log = logging.getLogger(__name__)
+
+
+class CodeActions:
+    """The feature's state: the lister (rebuilt on settings change) and what the client can
+    do, read once."""
+
+    def __init__(self, server: AgentLanguageServer) -> None:
+        self.server = server
+        self.lister = ActionLister()
+        self._resolve: bool | None = None
+
+    def reload(self) -> None:
+        actions, _ = parse_user_actions(self.server.client_settings.get(ACTIONS_SETTING))
+        self.lister = ActionLister.from_settings(actions)
+
+    def client_resolves(self) -> bool:
+        """Whether the client resolves ``edit`` lazily (else actions carry a command)."""
+        if self._resolve is None:
+            caps = self.server.client_capabilities.text_document
+            code_action = caps.code_action if caps is not None else None
+            support = code_action.resolve_support if code_action is not None else None
+            self._resolve = support is not None and "edit" in support.properties
+        return self._resolve
+
+    def list(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
+        uri = params.text_document.uri
+        document = self.server.workspace.text_documents.get(uri)
+        if document is None:  # only open documents: reading the disk is not allowed here
+            return None
+        return self.lister.list(uri, document.version, params, resolve=self.client_resolves())
+
+
+def _tell(ls: AgentLanguageServer, outcome: ActionOutcome) -> None:
+    if outcome.message:
+        ls.window_show_message(lsp.ShowMessageParams(type=outcome.message_type,
+                                                     message=outcome.message))
+
+
+async def resolve_action(ls: AgentLanguageServer, feature: CodeActions,
+                         action: lsp.CodeAction) -> lsp.CodeAction:
+    from agentls.lsp.action_runner import parse_action_data, run_action
+    from agentls.lsp.protocol import ParamsError
+
+    if action.edit is not None or action.command is not None:
+        return action  # resolved already, or runs as a command (Explain)
+    try:
+        data = parse_action_data(action.data, diagnostics=action.diagnostics or ())
+    except ParamsError as exc:
+        log.info("codeAction/resolve of a foreign or broken action %r: %s", action.title, exc)
+        return action
+    outcome = await run_action(ls, data, feature.lister.user_actions)
+    _tell(ls, outcome)
+    if outcome.edit is not None:
+        action.edit = outcome.edit
+    return action
+
+
+async def run_action_command(ls: AgentLanguageServer, feature: CodeActions,
+                             arguments: list[Any]) -> dict[str, Any]:
+    """``agentls.runAction``: run an action and apply its edit with workspace/applyEdit, or
+    show its explanation; answers ``{title, text, edit, applied?, uri?, message?, ...}``."""
+    from pygls.exceptions import JsonRpcInvalidParams
+
+    from agentls.lsp.action_runner import parse_action_data, run_action
+    from agentls.lsp.protocol import ParamsError
+
+    try:
+        if len(arguments) != 1:
+            raise ParamsError(f"{RUN_ACTION_COMMAND} takes one argument, the action's data")
+        data = parse_action_data(arguments[0])
+    except ParamsError as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
+    outcome = await run_action(ls, data, feature.lister.user_actions)
+    _tell(ls, outcome)
+    payload = outcome.payload()
+    if outcome.explanation is not None:
+        await _show_explanation(ls, outcome)
+    elif outcome.edit is not None:
+        payload["applied"] = await _apply(ls, outcome)
+    return payload
+
+
+async def _apply(ls: AgentLanguageServer, outcome: ActionOutcome) -> bool:
+    assert outcome.edit is not None
+    try:
+        response = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
+            edit=outcome.edit, label=outcome.label))
+        applied, reason = bool(response.applied), response.failure_reason
+    except Exception as exc:  # the client answered with an error: nothing was applied
+        applied, reason = False, f"the editor failed to apply the edit: {exc}"
+    result = outcome.turn.result if outcome.turn is not None else None
+    host = ls.engine_if_built()
+    if result is not None and result.actions_message_id is not None and host is not None:
+        host.store.update_metadata(result.actions_message_id, applied=applied,
+                                   failure_reason=reason)
+    return applied
+
+
+async def _show_explanation(ls: AgentLanguageServer, outcome: ActionOutcome) -> None:
+    assert outcome.explanation is not None
+    window = ls.client_capabilities.window
+    if window is not None and window.show_document is not None and window.show_document.support:
+        shown = await ls.window_show_document_async(lsp.ShowDocumentParams(
+            uri=outcome.explanation.as_uri(), take_focus=True))
+        if shown.success:
+            return
+    text = outcome.text.strip() or "(no explanation)"
+    ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Info,
+                                                 message=f"{outcome.label}\n\n{text}"))
+
+
+def _check_actions(raw: Any) -> list[str]:
+    return parse_user_actions(raw)[1]
+
+
+def setup(server: AgentLanguageServer) -> None:
+    feature = CodeActions(server)
+    lsp_settings.register_client_section(ACTIONS_SETTING, _check_actions)
+    server.settings_listeners.append(feature.reload)
+
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
+        code_action_kinds=list(ADVERTISED_KINDS), resolve_provider=True))
+    def code_action(ls: AgentLanguageServer, params: lsp.CodeActionParams
+                    ) -> Generator[Any, Any, list[lsp.CodeAction] | None]:
+        # Not async: the listing never waits, and a coroutine's extra task and loop turns
+        # were a third of its latency (bench_lsp). pygls resumes a generator after what it
+        # yields, which only happens before the first settings load (user actions).
+        if ls.resolved is None:
+            yield ls.ready, (), {}
+        return feature.list(params)
+
+    @server.feature(lsp.CODE_ACTION_RESOLVE)
+    async def code_action_resolve(ls: AgentLanguageServer,
+                                  params: lsp.CodeAction) -> lsp.CodeAction:
+        try:
+            return await resolve_action(ls, feature, params)
+        except Exception:  # the person gets the action back unresolved, and why
+            log.exception("codeAction/resolve failed")
+            ls.window_show_message(lsp.ShowMessageParams(
+                type=lsp.MessageType.Error,
+                message=f"{params.title} failed unexpectedly; see the AgentLS log."))
+            return params
+
+    async def run_action(ls: AgentLanguageServer, arguments: list[Any]) -> dict[str, Any]:
+        return await run_action_command(ls, feature, arguments)
+
+    register_command(server, RUN_ACTION_COMMAND, run_action)
+
+    # The git commands (commitMessage, prDescription) register through the same hook.
+    from agentls.lsp import git_commands
+
+    git_commands.setup(server)

@@ -1,0 +1,174 @@
+"""Delivering a run's ChangeSet to the editor, and what the model hears about it next turn.
+
+The whole ChangeSet goes out as one ``workspace/applyEdit`` (label ``AgentLS: <n> files
+changed``) built by lsp/edits.py for this client's capabilities: versioned edits, file
+operations, ``needsConfirmation`` annotations where supported. Before that, every file is
+checked against the base the agent saw; if the person changed one meanwhile, nothing is
+sent. The editor's answer is stored on the run's ``actions`` message; a rejection, a stale
+file or a change the client could not receive becomes a note the model reads first on the
+session's next turn (kept in the session's metadata until then).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lsprotocol import types as lsp
+
+from agentls.lsp import documents
+from agentls.lsp.edits import WorkspaceEditPlan, plan_workspace_edit
+from agentls.tools.changeset import Base, ChangeSet
+
+if TYPE_CHECKING:
+    from agentls.engine.agent import RunResult
+    from agentls.engine.sessions import SessionStore
+    from agentls.lsp.frontend import LspFrontend
+    from agentls.lsp.server import AgentLanguageServer
+    from agentls.tools.workspace import Workspace
+
+NOTES_KEY = "pending_notes"
+
+
+@dataclass(frozen=True)
+class Delivery:
+    applied: bool | None  # None: nothing was sent
+    failure_reason: str | None = None
+    stale: tuple[Path, ...] = ()
+    skipped: tuple[Path, ...] = ()  # changes this client cannot receive as an edit
+
+
+# --- notes for the next turn -----------------------------------------------------------------
+
+
+def pending_notes(store: SessionStore, session_id: str) -> list[str]:
+    session = store.get_session(session_id)
+    notes = session.metadata.get(NOTES_KEY) if session is not None else None
+    return [str(n) for n in notes] if isinstance(notes, list) else []
+
+
+def set_notes(store: SessionStore, session_id: str, notes: Sequence[str]) -> None:
+    store.set_session_metadata(session_id, **{NOTES_KEY: list(notes)})
+
+
+def add_notes(store: SessionStore, session_id: str, notes: Iterable[str]) -> None:
+    new = list(notes)
+    if new:
+        set_notes(store, session_id, pending_notes(store, session_id) + new)
+
+
+# --- checks and the edit ---------------------------------------------------------------------
+
+
+def label_for(files: int) -> str:
+    return f"AgentLS: {files} file{'' if files == 1 else 's'} changed"
+
+
+def plan(ls: AgentLanguageServer, changeset: ChangeSet, workspace: Workspace) -> WorkspaceEditPlan:
+    """The WorkspaceEdit for this client, in the negotiated position encoding."""
+    return plan_workspace_edit(changeset, ls.client_capabilities,
+                               position_encoding=ls.position_encoding, label="AgentLS",
+                               display=workspace.display_path)
+
+
+async def stale_paths(ls: AgentLanguageServer, changeset: ChangeSet) -> list[Path]:
+    """Files that moved on since the agent read them: an open document with a new version
+    (or closed), a buffer opened with other text, or a file changed on disk."""
+    checks: list[tuple[Path, Base]] = []
+    for change in changeset.changes():
+        checks.append((change.old_path or change.path, change.base))
+        if change.old_path is not None:
+            checks.append((change.path, change.target_base or Base.absent()))
+    stale: list[Path] = []
+    on_disk: list[tuple[Path, Base]] = []
+    for path, base in checks:
+        document = documents.find(ls, path)
+        if base.version is not None:
+            if document is None or document.version != base.version:
+                stale.append(path)
+        elif document is not None:
+            if document.source != (base.text or ""):
+                stale.append(path)
+        else:
+            on_disk.append((path, base))
+    if on_disk:
+        stale += await asyncio.to_thread(_changed_on_disk, on_disk)
+    return stale
+
+
+def _changed_on_disk(checks: list[tuple[Path, Base]]) -> list[Path]:
+    return [path for path, base in checks if Base.from_disk(path).sha256 != base.sha256]
+
+
+# --- delivery --------------------------------------------------------------------------------
+
+
+async def deliver(ls: AgentLanguageServer, store: SessionStore, session_id: str,
+                  result: RunResult, workspace: Workspace, frontend: LspFrontend) -> Delivery:
+    """Send the run's changes as one workspace/applyEdit and record what became of them."""
+    changeset = result.changeset
+
+    def names(paths: Iterable[Path]) -> str:
+        return ", ".join(workspace.display_path(p) for p in paths)
+
+    stale = await stale_paths(ls, changeset)
+    if stale:
+        shown = names(stale)
+        message = (f"AgentLS did not apply its changes: {shown} changed in the editor while "
+                   "the agent was working. Ask again to have them redone on the current text.")
+        ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning,
+                                                     message=message))
+        frontend.error(message, "stale", "ask again; the agent will read the file again")
+        return _record(store, session_id, result, Delivery(
+            False, f"not sent: {shown} changed during the run", stale=tuple(stale)), [
+            f"none of your changes from the last turn were applied: the person edited {shown} "
+            f"while you worked. Read {shown} again before changing it."])
+
+    workspace_caps = ls.client_capabilities.workspace
+    if workspace_caps is None or not workspace_caps.apply_edit:
+        message = ("AgentLS cannot send its changes: this editor does not accept "
+                   "workspace/applyEdit.")
+        frontend.error(message, "unsupported")
+        return _record(store, session_id, result, Delivery(False, message), [
+            "your changes from the last turn were not applied: the editor cannot receive "
+            "edits. Show the person the changes as text instead."])
+
+    edit_plan = plan(ls, changeset, workspace)
+    skipped = tuple(change.path for change in edit_plan.skipped)
+    notes: list[str] = []
+    if skipped:
+        shown = names(skipped)
+        frontend.error(f"This editor cannot create, delete or rename files through LSP, so "
+                       f"these changes were left out: {shown}.", "unsupported")
+        notes.append(f"your changes to {shown} were not applied: the editor cannot create, "
+                     "delete or rename files. Give the person their content as text instead.")
+    sent_paths = [p for p in changeset.paths() if p not in skipped]
+    if not sent_paths:
+        return _record(store, session_id, result,
+                       Delivery(False, "the editor cannot receive these changes",
+                                skipped=skipped), notes)
+
+    files = sum(1 for change in changeset.changes() if change.path not in skipped)
+    try:
+        response = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
+            edit=edit_plan.edit, label=label_for(files)))
+        applied, reason = bool(response.applied), response.failure_reason
+    except Exception as exc:  # the client answered with an error: nothing was applied
+        applied, reason = False, f"the editor failed to apply the edit: {exc}"
+    if not applied:
+        why = f" (the editor said: {reason})" if reason else ""
+        notes.append(f"the person rejected your changes to {names(sent_paths)}{why}; those "
+                     "files are as they were before your last turn.")
+    return _record(store, session_id, result, Delivery(applied, reason, skipped=skipped), notes)
+
+
+def _record(store: SessionStore, session_id: str, result: RunResult, delivery: Delivery,
+            notes: list[str]) -> Delivery:
+    if result.actions_message_id is not None:
+        store.update_metadata(result.actions_message_id, applied=delivery.applied,
+                              failure_reason=delivery.failure_reason)
+    add_notes(store, session_id, notes)
+    return delivery

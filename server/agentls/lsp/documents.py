@@ -1,0 +1,73 @@
+"""Open documents: incremental text sync, and the unsaved buffers the agent reads.
+
+pygls applies ``didOpen`` / ``didChange`` / ``didClose`` to ``ls.workspace`` itself (text and
+version per URI, positions in the negotiated encoding); registering the notifications here
+makes the server advertise ``openClose`` with incremental sync. A run's Workspace is fed
+these buffers, so the model reads what the person sees, saved or not, and edits carry the
+version they were made against.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lsprotocol import types as lsp
+from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
+
+if TYPE_CHECKING:
+    from agentls.lsp.server import AgentLanguageServer
+    from agentls.tools.workspace import Workspace
+
+
+def path_of(uri: str) -> Path | None:
+    """The file a ``file:`` URI names; None for other schemes (untitled:, git: ...)."""
+    if not uri.startswith("file:"):
+        return None
+    fs_path = to_fs_path(uri)
+    return Path(fs_path) if fs_path else None
+
+
+def open_documents(ls: AgentLanguageServer) -> Iterator[tuple[Path, TextDocument]]:
+    """Every open ``file:`` document with its path."""
+    for uri, document in list(ls.workspace.text_documents.items()):
+        path = path_of(uri)
+        if path is not None:
+            yield path, document
+
+
+def find(ls: AgentLanguageServer, path: Path) -> TextDocument | None:
+    """The open document for ``path`` (matched on the real path, so URI spellings agree)."""
+    document = ls.workspace.text_documents.get(path.as_uri())
+    if document is not None:
+        return document
+    wanted = os.path.realpath(path)
+    for open_path, doc in open_documents(ls):
+        if os.path.realpath(open_path) == wanted:
+            return doc
+    return None
+
+
+def feed(ls: AgentLanguageServer, workspace: Workspace) -> None:
+    """Give a run's Workspace the editor's buffers (text and version)."""
+    for path, document in open_documents(ls):
+        if document.version is not None:
+            workspace.open_document(path, document.source, document.version)
+
+
+def setup(server: AgentLanguageServer) -> None:
+    # pygls has already applied each notification to ls.workspace when these run.
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: AgentLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        return None
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: AgentLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        return None
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: AgentLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        return None

@@ -1,0 +1,44 @@
+"""The engine behind the server: one Agent, its session store and its backend pool.
+
+Built on the first request that needs a model (importing the engine pulls in ``openai``, and
+the store opens ``.agentls/state.db``), never at start-up. The store is the workspace's
+``state.db``, the same file the CLI uses, so sessions are shared.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentls.config import Settings
+from agentls.engine.agent import Agent
+from agentls.engine.sessions import SessionStore
+from agentls.llm.pool import BackendPool
+
+
+class EngineHost:
+    def __init__(self, settings: Settings, root: Path) -> None:
+        self.root = root
+        self.store = SessionStore.for_workspace(root)
+        self.pool = BackendPool(settings)
+        self.agent = Agent(settings, self.pool, self.store)
+        self._retired: list[BackendPool] = []
+
+    def update(self, settings: Settings) -> None:
+        """New settings for the runs that start from now on; running ones keep their backend
+        client, whose pool is closed once nothing runs (``close_retired``)."""
+        if settings == self.agent.settings:
+            return
+        self._retired.append(self.pool)
+        self.pool = BackendPool(settings)
+        self.agent.settings = settings
+        self.agent.backends = self.pool
+
+    async def close_retired(self) -> None:
+        retired, self._retired = self._retired, []
+        for pool in retired:
+            await pool.aclose()
+
+    async def aclose(self) -> None:
+        await self.close_retired()
+        await self.pool.aclose()
+        self.store.close()

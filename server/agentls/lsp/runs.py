@@ -1,0 +1,317 @@
+"""Running the agent for the editor: one turn from request to delivered edit.
+
+Chat, commands and code actions all go through ``RunManager.run`` (``ls.run_agent``):
+
+1. the session (given, or a new one) and a run id; ``$/progress`` starts;
+2. the session's queue: one turn at a time per session, in arrival order, at most
+   ``lsp.chat_queue_limit`` waiting (beyond: refused, with when to retry);
+3. for chat requests, the client's rate limit (``lsp.chat_requests_per_minute``);
+4. the engine runs with the editor's buffers as overlay and the notes left by the last turn;
+5. the ChangeSet goes to the editor as one ``workspace/applyEdit`` (lsp/delivery.py);
+6. the ``done`` chat event, last.
+
+The edit of one turn is settled before the session's next turn starts, so the next turn
+reads the files as the person left them. A run is cancelled by ``cancel(run_id)`` (from
+``agentls/cancel`` or the progress token) or by cancelling the awaiting task
+(``$/cancelRequest``); either way no edit is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from agentls.engine.queue import SessionBusy, SessionQueue
+from agentls.lsp.protocol import (
+    INVALID_PARAMS,
+    REQUEST_FAILED,
+    ChatResult,
+    ErrorPayload,
+    FileChangePayload,
+)
+from agentls.lsp.rate_limit import ChatRateLimiter, RateLimitFull
+
+if TYPE_CHECKING:
+    from agentls.engine.agent import RunResult
+    from agentls.engine.context import Attachments
+    from agentls.lsp.delivery import Delivery
+    from agentls.lsp.engine_host import EngineHost
+    from agentls.lsp.frontend import LspFrontend
+    from agentls.lsp.server import AgentLanguageServer
+    from agentls.lsp.settings import LspSettings
+    from agentls.tools.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+class TurnRefused(Exception):
+    """The request cannot run (no workspace, unknown session, queue full): an LSP error."""
+
+    def __init__(self, message: str, *, code: int = REQUEST_FAILED,
+                 data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.data = data
+
+
+@dataclass
+class TurnRequest:
+    prompt: str
+    session_id: str | None = None  # None: a new session
+    mode: Literal["chat", "automation"] = "chat"
+    title: str | None = None  # of a new session; default: from the prompt
+    attachments: Attachments | None = None
+    tools: Sequence[str] | None = None  # restrict the toolbox
+    max_iterations: int | None = None
+    timeout_s: float | None = None
+    work_done_token: str | int | None = None  # the client's, when it sent one
+    progress_title: str = "AgentLS"
+    rate_limited: bool = True  # counts against lsp.chat_requests_per_minute
+    interactive: bool = True  # approvals and ask_user go to the person
+    send_edit: bool = True  # False: the caller turns turn.result.changeset into an edit itself
+
+
+@dataclass
+class Turn:
+    session_id: str
+    run_id: str
+    stop_reason: str = "cancelled"
+    text: str = ""
+    result: RunResult | None = None  # None when the run never started
+    workspace: Workspace | None = None
+    delivery: Delivery | None = None
+    error: ErrorPayload | None = None
+
+    def changes(self) -> list[FileChangePayload]:
+        if self.result is None or not self.result.send_changes:
+            return []
+        out: list[FileChangePayload] = []
+        for diff in self.result.changeset.diff():
+            item: FileChangePayload = {"uri": diff.path.as_uri(), "kind": diff.kind,
+                                       "insertions": diff.insertions,
+                                       "deletions": diff.deletions}
+            if diff.old_path is not None:
+                item["oldUri"] = diff.old_path.as_uri()
+            out.append(item)
+        return out
+
+    @property
+    def applied(self) -> bool | None:
+        return self.delivery.applied if self.delivery is not None else None
+
+    def chat_result(self) -> ChatResult:
+        out: ChatResult = {"sessionId": self.session_id, "runId": self.run_id,
+                           "text": self.text, "stopReason": self.stop_reason,
+                           "changes": self.changes(), "applied": self.applied}
+        if self.delivery is not None and self.delivery.failure_reason:
+            out["failureReason"] = self.delivery.failure_reason
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+@dataclass
+class _Active:
+    phase: Literal["waiting", "running", "delivering"] = "waiting"
+    task: asyncio.Task[Turn] | None = field(default=None, repr=False)
+
+
+class RunManager:
+    def __init__(self, ls: AgentLanguageServer, settings: LspSettings) -> None:
+        self._ls = ls
+        self.queue = SessionQueue(settings.chat_queue_limit)
+        self.rate = ChatRateLimiter(settings.chat_requests_per_minute,
+                                    max_waiting=settings.chat_queue_limit)
+        self._active: dict[str, _Active] = {}
+
+    def configure(self, settings: LspSettings) -> None:
+        self.queue.limit = settings.chat_queue_limit
+        self.rate.per_minute = settings.chat_requests_per_minute
+        self.rate.max_waiting = settings.chat_queue_limit
+
+    def running(self) -> list[str]:
+        return list(self._active)
+
+    def cancel_all(self) -> list[asyncio.Task[Turn]]:
+        """Stop every run, waiting or running; returns their tasks to await."""
+        tasks = []
+        for run_id, active in list(self._active.items()):
+            if active.task is not None and not active.task.done():
+                if not self.cancel(run_id):
+                    active.task.cancel()
+                tasks.append(active.task)
+        return tasks
+
+    def cancel(self, run_id: str) -> bool:
+        """Stop a run: the engine stops a running one (its result says ``cancelled``); one
+        still waiting is dropped. False when unknown, finished, or its edit is already out."""
+        active = self._active.get(run_id)
+        if active is None or active.task is None or active.task.done():
+            return False
+        if active.phase == "waiting":
+            active.task.cancel()
+            return True
+        if active.phase == "running":
+            host = self._ls.engine_if_built()
+            return host is not None and host.agent.cancel(run_id)
+        return False
+
+    def _cancel_quietly(self, run_id: str) -> None:
+        self.cancel(run_id)
+
+    async def run(self, request: TurnRequest) -> Turn:
+        from agentls.lsp.frontend import LspFrontend
+        from agentls.lsp.progress import RunProgress
+
+        host = await self._ls.engine()
+        session_id = self._session(host, request)
+        run_id = host.agent.new_run_id()
+        progress = RunProgress(self._ls, request.progress_title,
+                               lambda: self._cancel_quietly(run_id), request.work_done_token)
+        frontend = LspFrontend(self._ls, session_id, run_id, progress=progress,
+                               interactive=request.interactive)
+        await progress.start(_excerpt(request.prompt))
+        active = _Active()
+        task = asyncio.create_task(self._turn(host, request, frontend, active),
+                                   name=f"agentls-turn-{run_id}")
+        active.task = task
+        self._active[run_id] = active
+        try:
+            return await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # our caller was cancelled ($/cancelRequest): the turn has stopped too
+            return Turn(session_id, run_id)  # cancel() dropped it while it waited
+        finally:
+            progress.end("stopped")
+            del self._active[run_id]
+            if not self._active:
+                self._ls.spawn(host.close_retired())
+
+    def _session(self, host: EngineHost, request: TurnRequest) -> str:
+        from agentls.engine.sessions import SessionNotFound, title_from
+
+        if request.session_id is not None:
+            if host.store.get_session(request.session_id) is None:
+                raise TurnRefused(str(SessionNotFound(request.session_id)), code=INVALID_PARAMS)
+            return request.session_id
+        settings = host.agent.settings
+        return host.store.create_session(
+            backend=settings.backend, model=settings.active_backend.model, mode=request.mode,
+            title=request.title or title_from(request.prompt)).id
+
+    async def _turn(self, host: EngineHost, request: TurnRequest, frontend: LspFrontend,
+                    active: _Active) -> Turn:
+        session_id, run_id = frontend.session_id, frontend.run_id
+        turn = Turn(session_id, run_id)
+        refused = False
+        try:
+            ahead = self.queue.waiting(session_id) + self.queue.busy(session_id)
+            if ahead and self.queue.waiting(session_id) >= self.queue.limit:
+                refused = True
+                raise self._busy(session_id)
+            if ahead:
+                frontend.status(f"waiting for {ahead} earlier request{_s(ahead)} on this "
+                                "session", waiting=ahead)
+            try:
+                async with self.queue.turn(session_id):
+                    turn = await self._run_in_turn(host, request, frontend, active)
+            except SessionBusy:
+                refused = True
+                raise self._busy(session_id) from None
+            except RateLimitFull as exc:
+                refused = True
+                raise TurnRefused(
+                    f"AgentLS: {exc}. The limit is agentls.lsp.chat_requests_per_minute = "
+                    f"{self.rate.per_minute}.", data={"retryAfter": math.ceil(exc.retry_after)}
+                ) from None
+            return turn
+        finally:
+            if not refused:
+                frontend.finish(turn.stop_reason, turn.text, applied=turn.applied,
+                                **_failure(turn))
+
+    async def _run_in_turn(self, host: EngineHost, request: TurnRequest,
+                           frontend: LspFrontend, active: _Active) -> Turn:
+        from agentls.engine.agent import RunRequest
+        from agentls.llm.backend import BackendError
+        from agentls.lsp import delivery
+
+        session_id, run_id = frontend.session_id, frontend.run_id
+        if request.rate_limited:
+            await self.rate.admit(lambda delay: frontend.status(
+                f"{self.rate.per_minute} chat requests per minute reached (setting "
+                f"agentls.lsp.chat_requests_per_minute); this one starts in "
+                f"{math.ceil(delay)} s", retryAfter=math.ceil(delay)))
+        notes = delivery.pending_notes(host.store, session_id)
+        workspace = self._ls.new_workspace()
+        run_request = RunRequest(request.prompt, attachments=request.attachments, notes=notes,
+                                 max_iterations=request.max_iterations,
+                                 timeout_s=request.timeout_s, tools=request.tools)
+        active.phase = "running"
+        try:
+            result = await host.agent.run(session_id, run_request, frontend, workspace,
+                                          run_id=run_id)
+        except BackendError as exc:  # the session's backend could not even be set up
+            error = _error_payload(host, session_id, str(exc), exc.kind, exc.hint)
+            frontend.error(error["message"], exc.kind, error.get("hint", ""))
+            return Turn(session_id, run_id, "error", error=error)
+        if notes:
+            delivery.set_notes(host.store, session_id, [])
+        turn = Turn(session_id, run_id, result.stop_reason, result.text, result, workspace)
+        if result.stop_reason in ("error", "timeout"):
+            kind = result.error.kind if result.error is not None else result.stop_reason
+            hint = (result.error.hint if result.error is not None
+                    else "raise timeout_ms or split the task")
+            turn.error = _error_payload(host, session_id, result.error_message, kind, hint)
+        if request.send_edit and result.send_changes and not result.changeset.is_empty():
+            active.phase = "delivering"
+            # Once the edit is out, its answer must be recorded even if the request goes away.
+            turn.delivery = await asyncio.shield(delivery.deliver(
+                self._ls, host.store, session_id, result, workspace, frontend))
+        return turn
+
+    def _busy(self, session_id: str) -> TurnRefused:
+        retry = math.ceil(self.rate.retry_after()) if self.rate.delay() > 0 else None
+        when = (f"retry in about {retry} s" if retry
+                else "retry once the running request has finished")
+        return TurnRefused(
+            f"AgentLS: session {session_id} already has {self.queue.waiting(session_id)} chat "
+            f"requests waiting (agentls.lsp.chat_queue_limit = {self.queue.limit}); {when}, "
+            "or start a new session.", data={"retryAfter": retry})
+
+
+def _error_payload(host: EngineHost, session_id: str, message: str, kind: str,
+                   hint: str) -> ErrorPayload:
+    if kind in ("connection", "timeout", "model_not_found"):
+        session = host.store.get_session(session_id)
+        name = session.backend if session is not None else host.agent.settings.backend
+        backend = host.agent.settings.backends.get(name)
+        if backend is not None:
+            hint += (f" (backend {name!r}: base_url {backend.base_url}, model "
+                     f"{backend.model}; set them in the AgentLS settings)")
+    return {"message": message, "kind": kind, "hint": hint}
+
+
+def _failure(turn: Turn) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if turn.delivery is not None and turn.delivery.failure_reason:
+        out["failureReason"] = turn.delivery.failure_reason
+    if turn.error is not None:
+        out["error"] = dict(turn.error)
+    return out
+
+
+def _excerpt(prompt: str, limit: int = 60) -> str:
+    line = " ".join(prompt.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"

@@ -1,0 +1,276 @@
+"""The AgentLS language server: state on one ``LanguageServer`` subclass, features in modules.
+
+Each feature module has a ``setup(server)`` that registers its handlers (esbonio style):
+settings, documents, chat, commands, code_actions. The server holds what they share: the
+resolved settings, the run manager (queue, rate limit, cancellation), the engine (built on
+first use), the workspace roots and the negotiated position encoding.
+
+Start-up imports pygls, lsprotocol and this package's light modules only: no ``openai``, no
+pydantic, no database. Settings load after ``initialize`` has been answered, the engine on
+the first request that needs it (both in threads, so the editor is never blocked).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from cattrs import Converter
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    LanguageServerProtocol,
+    default_converter,
+    lsp_method,
+)
+from pygls.uris import to_fs_path
+
+from agentls import __version__
+from agentls.lsp import settings as lsp_settings
+from agentls.lsp.protocol import REQUEST_FAILED
+from agentls.lsp.runs import RunManager, Turn, TurnRefused, TurnRequest
+
+if TYPE_CHECKING:
+    from agentls.config import Settings
+    from agentls.lsp.engine_host import EngineHost
+    from agentls.tools.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_GRACE_S = 2.0  # how long shutdown waits for cancelled runs to settle
+
+
+class AgentProtocol(LanguageServerProtocol):
+    @lsp_method(lsp.INITIALIZE)
+    def lsp_initialize(
+        self, params: lsp.InitializeParams
+    ) -> Generator[Any, Any, lsp.InitializeResult]:
+        _prefer_utf8(params.capabilities)
+        return (yield from super().lsp_initialize(params))
+
+
+def _prefer_utf8(capabilities: lsp.ClientCapabilities) -> None:
+    """UTF-16 unless the client offers UTF-8 (pygls would take the client's first choice):
+    reorder the offer before pygls negotiates, so the workspace and the answer agree."""
+    general = capabilities.general
+    if general is None or not general.position_encodings:
+        return
+    offered = [str(getattr(e, "value", e)) for e in general.position_encodings]
+    if "utf-8" in offered:
+        general.position_encodings = [lsp.PositionEncodingKind.Utf8] + [
+            e for e, name in zip(general.position_encodings, offered, strict=True)
+            if name != "utf-8"]
+
+
+def _converter() -> Converter:
+    """pygls's converter, but AgentLS's own methods get their params as plain dicts."""
+    converter = default_converter()
+
+    def keep_params(obj: dict[str, Any], cls: type) -> Any:
+        return cls(**obj)
+
+    converter.register_structure_hook(JsonRPCRequestMessage, keep_params)
+    converter.register_structure_hook(JsonRPCNotification, keep_params)
+    return converter
+
+
+class AgentLanguageServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("agentls", __version__, protocol_cls=AgentProtocol,
+                         converter_factory=_converter,
+                         text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+        self.initialization_options: Any = None
+        self.pushed_settings: Mapping[str, Any] | None = None  # didChangeConfiguration push
+        self.reported_settings_problems = ""
+        self.resolved: lsp_settings.ResolvedSettings | None = None
+        self.settings_listeners: list[Callable[[], None]] = []  # called after each reload
+        self.runs = RunManager(self, lsp_settings.LspSettings())
+        self._settings_task: asyncio.Task[lsp_settings.ResolvedSettings] | None = None
+        self._engine: EngineHost | None = None
+        self._engine_lock: asyncio.Lock | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+
+    # --- workspace ----------------------------------------------------------------------------
+
+    @property
+    def roots(self) -> list[Path]:
+        """The workspace folders, in the client's order (the root URI when there are none)."""
+        uris = [f.uri for f in self.workspace.folders.values()] or (
+            [self.workspace.root_uri] if self.workspace.root_uri else [])
+        paths = [to_fs_path(uri) for uri in uris if uri.startswith("file:")]
+        return [Path(p) for p in paths if p]
+
+    @property
+    def root(self) -> Path | None:
+        """The first workspace folder: its ``.agentls/state.db`` holds the sessions."""
+        roots = self.roots
+        return roots[0] if roots else None
+
+    @property
+    def root_uri(self) -> str | None:
+        root = self.root
+        return root.as_uri() if root is not None else None
+
+    @property
+    def position_encoding(self) -> str:
+        """The negotiated encoding: "utf-16" (LSP's default) or "utf-8" when offered."""
+        encoding = self.workspace.position_encoding
+        return str(getattr(encoding, "value", encoding) or "utf-16").lower()
+
+    def new_workspace(self) -> Workspace:
+        """A run's fenced Workspace over every root, fed the editor's unsaved buffers."""
+        from agentls.lsp import documents
+        from agentls.tools.workspace import Workspace
+
+        workspace = Workspace(self.roots)
+        documents.feed(self, workspace)
+        return workspace
+
+    # --- settings -----------------------------------------------------------------------------
+
+    async def ready(self) -> lsp_settings.ResolvedSettings:
+        """The settings, loaded once after ``initialize`` (or now, if a request came first)."""
+        if self._settings_task is None:
+            self._settings_task = asyncio.create_task(lsp_settings.reload(self))
+        return await asyncio.shield(self._settings_task)
+
+    async def reload_settings(self) -> lsp_settings.ResolvedSettings:
+        previous = self._settings_task
+        if previous is not None and not previous.done():
+            await asyncio.wait([previous])
+        self._settings_task = asyncio.create_task(lsp_settings.reload(self))
+        return await asyncio.shield(self._settings_task)
+
+    def apply_settings(self, resolved: lsp_settings.ResolvedSettings) -> None:
+        self.resolved = resolved
+        self.runs.configure(resolved.lsp)
+        if self._engine is not None:
+            self._engine.update(resolved.settings)
+        for listener in list(self.settings_listeners):
+            try:
+                listener()
+            except Exception:  # one feature's failure must not stop the others' update
+                log.exception("a settings listener failed")
+
+    @property
+    def settings(self) -> Settings:
+        """The engine settings; only valid once ``await ready()`` has returned."""
+        if self.resolved is None:
+            raise RuntimeError("settings are not loaded yet: await ls.ready() first")
+        return self.resolved.settings
+
+    @property
+    def client_settings(self) -> dict[str, Any]:
+        """The ``agentls`` section as the client sent it (features read their own keys)."""
+        return self.resolved.client if self.resolved is not None else {}
+
+    # --- the engine -----------------------------------------------------------------------------
+
+    def engine_if_built(self) -> EngineHost | None:
+        return self._engine
+
+    async def engine(self) -> EngineHost:
+        """The Agent with its store and backends, built on first use."""
+        resolved = await self.ready()
+        if self._engine is None:
+            if self._engine_lock is None:
+                self._engine_lock = asyncio.Lock()
+            async with self._engine_lock:
+                if self._engine is None:
+                    root = self.root
+                    if root is None:
+                        raise TurnRefused("AgentLS needs a workspace folder: open a folder "
+                                          "in the editor, then try again.")
+                    # Importing the engine (openai, pydantic models) takes a while: not on
+                    # the event loop.
+                    module = await asyncio.to_thread(importlib.import_module,
+                                                     "agentls.lsp.engine_host")
+                    self._engine = module.EngineHost(resolved.settings, root)
+        assert self._engine is not None
+        return self._engine
+
+    async def run_agent(self, request: TurnRequest) -> Turn:
+        """Run one turn of the agent for the editor (see lsp/runs.py). Raises ``TurnRefused``
+        when it cannot start; a cancelled caller cancels the run."""
+        return await self.runs.run(request)
+
+    def cancel_run(self, run_id: str) -> bool:
+        return self.runs.cancel(run_id)
+
+    # --- housekeeping -----------------------------------------------------------------------------
+
+    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """A background task that is kept alive and whose failure is logged."""
+        task = asyncio.create_task(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background_done)
+        return task
+
+    def _background_done(self, task: asyncio.Task[Any]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background task failed", exc_info=task.exception())
+
+    async def aclose(self) -> None:
+        """On shutdown: stop the runs, let them settle their sessions, close the engine."""
+        settling = self.runs.cancel_all()
+        if settling:
+            await asyncio.wait(settling, timeout=SHUTDOWN_GRACE_S)
+        if self._engine is not None:
+            engine, self._engine = self._engine, None
+            await engine.aclose()
+
+
+def refused_error(exc: TurnRefused) -> JsonRpcException:
+    """A TurnRefused as the LSP error response pygls sends."""
+    return JsonRpcException(message=exc.message, code=exc.code or REQUEST_FAILED, data=exc.data)
+
+
+Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
+
+
+def logged(handler: Handler) -> Handler:
+    """Log a handler's unexpected failure with its traceback through our own logger (pygls
+    logs it under its name, which window/logMessage skips); pygls still answers the request
+    with an error response, and the server keeps serving."""
+
+    @functools.wraps(handler)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await handler(*args, **kwargs)
+        except JsonRpcException:
+            raise  # an answer we chose (bad params, refused): no traceback needed
+        except Exception:
+            log.exception("%s failed", handler.__name__)
+            raise
+
+    return cast(Handler, wrapper)
+
+
+def create_server() -> AgentLanguageServer:
+    from agentls.lsp import chat, code_actions, commands, documents
+
+    server = AgentLanguageServer()
+
+    @server.feature(lsp.INITIALIZE)
+    def initialize(ls: AgentLanguageServer, params: lsp.InitializeParams) -> None:
+        ls.initialization_options = params.initialization_options
+
+    @server.feature(lsp.SHUTDOWN)
+    async def shutdown(ls: AgentLanguageServer, params: None) -> None:
+        await ls.aclose()
+
+    lsp_settings.setup(server)
+    documents.setup(server)
+    chat.setup(server)
+    commands.setup(server)
+    code_actions.setup(server)
+    return server

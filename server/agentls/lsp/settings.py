@@ -1,0 +1,257 @@
+"""Settings from the editor: initializationOptions and ``workspace/configuration`` section
+``agentls``, re-read on ``workspace/didChangeConfiguration``.
+
+The client section holds engine keys (the same as ``agentls config``, see agentls.config),
+the LSP-only keys below under ``lsp``, and sections other features register
+(``register_client_section``). Each value is checked on its own: a bad one is reported once
+in a single ``window/showMessage`` naming the key and the expected form, logged, and left
+out so its default applies; the server never fails because of a setting.
+
+Pydantic and agentls.config are imported inside ``resolve``, which runs in a thread after
+``initialize`` has been answered, so start-up stays as fast as a bare pygls server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, cast
+
+from lsprotocol import types as lsp
+
+if TYPE_CHECKING:
+    from agentls.config import Settings
+    from agentls.lsp.server import AgentLanguageServer
+
+log = logging.getLogger(__name__)
+
+SECTION = "agentls"  # the workspace/configuration section
+LSP_TABLE = "lsp"  # LSP-only keys live in agentls.lsp.*
+
+
+@dataclass(frozen=True)
+class LspSettings:
+    """Settings only the language server uses (not valid in config.toml)."""
+
+    chat_requests_per_minute: int = 10  # per client; beyond it requests wait their turn
+    chat_queue_limit: int = 32  # chat requests that may wait per session before refusing
+
+
+_LSP_KEYS: dict[str, str] = {
+    "chat_requests_per_minute": "a whole number of chat requests per minute, at least 1 "
+                                "(e.g. 10)",
+    "chat_queue_limit": "a whole number of chat requests that may wait per session, at "
+                        "least 1 (e.g. 32)",
+}
+
+SectionCheck = Callable[[Any], list[str]]
+"""Checks a client section another feature owns; returns problems, each naming the key."""
+
+_CLIENT_SECTIONS: dict[str, SectionCheck] = {}
+
+
+def register_client_section(name: str, check: SectionCheck) -> None:
+    """Claim a top-level key of the ``agentls`` client section for an LSP feature (code
+    actions' ``actions``, say): it is kept out of the engine settings, checked with ``check``
+    and its problems are reported with the others. Read the value from
+    ``server.client_settings``."""
+    _CLIENT_SECTIONS[name] = check
+
+
+@dataclass
+class ResolvedSettings:
+    settings: Settings
+    lsp: LspSettings
+    client: dict[str, Any]  # the merged client section, as sent (other features read it)
+    problems: list[str] = field(default_factory=list)
+
+
+def resolve(root: Path | None, client: Mapping[str, Any]) -> ResolvedSettings:
+    """Validate the client section key by key and load the engine settings over it.
+    Blocking (imports pydantic, reads config files): run it in a thread."""
+    from agentls import config
+
+    problems: list[str] = []
+    engine_part = {k: v for k, v in client.items()
+                   if k != LSP_TABLE and k not in _CLIENT_SECTIONS}
+    good = _valid_engine_keys(engine_part, problems)
+    lsp_settings = _lsp_settings(client.get(LSP_TABLE, {}), problems)
+    for key in _CLIENT_SECTIONS.keys() & client.keys():
+        problems += _checked_section(key, client[key])
+    try:
+        settings = config.load(root, client=good).settings
+    except config.ConfigError as exc:  # values fine alone but not together, or a bad file
+        problems.append(_first_lines(str(exc)))
+        try:
+            settings = config.load(root).settings
+        except config.ConfigError as file_error:
+            problems.append(_first_lines(str(file_error)))
+            settings = config.Settings()
+    return ResolvedSettings(settings, lsp_settings, dict(client), problems)
+
+
+def _defaults(client: Mapping[str, Any], error: Exception) -> ResolvedSettings:
+    from agentls.config import Settings
+
+    return ResolvedSettings(Settings(), LspSettings(), dict(client),
+                            [f"the settings could not be read ({error}); see the log"])
+
+
+def _checked_section(key: str, value: Any) -> list[str]:
+    try:
+        return _CLIENT_SECTIONS[key](value)
+    except Exception as exc:  # a feature's checker must not stop the others' settings
+        log.exception("checking setting %s failed", key)
+        return [f"`{SECTION}.{key}` could not be checked ({exc})"]
+
+
+def _lsp_settings(raw: Any, problems: list[str]) -> LspSettings:
+    if not isinstance(raw, Mapping):
+        problems.append(f"`{SECTION}.{LSP_TABLE}` must be a table of settings, got {raw!r}")
+        return LspSettings()
+    values: dict[str, int] = {}
+    for key, value in raw.items():
+        name = f"{SECTION}.{LSP_TABLE}.{key}"
+        if key not in _LSP_KEYS:
+            problems.append(_unknown(name, [f"{SECTION}.{LSP_TABLE}.{k}" for k in _LSP_KEYS]))
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            problems.append(f"`{name}` = {value!r} is not valid; expected {_LSP_KEYS[key]}")
+        else:
+            values[key] = value
+    return LspSettings(**values)
+
+
+def _valid_engine_keys(data: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
+    """The engine keys whose values are valid on their own, as a nested dict."""
+    from agentls import config
+
+    good: dict[str, Any] = {}
+    for key, value in _leaves(data):
+        problem = _engine_problem(key, value)
+        if problem is None:
+            config.set_dotted(good, key, value)
+        else:
+            problems.append(problem)
+    return good
+
+
+def _leaves(data: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Dotted keys down to the first known setting (a dict-valued setting stays whole)."""
+    from agentls import config
+
+    out: list[tuple[str, Any]] = []
+    for name, value in data.items():
+        key = f"{prefix}{name}"
+        try:
+            config.key_info(key)
+        except config.ConfigError:
+            if isinstance(value, Mapping) and value:
+                out += _leaves(value, f"{key}.")
+                continue
+        out.append((key, value))
+    return out
+
+
+def _engine_problem(key: str, value: Any) -> str | None:
+    from pydantic import TypeAdapter, ValidationError
+
+    from agentls import config
+
+    try:
+        info = config.key_info(key)
+    except config.ConfigError:
+        return _unknown(f"{SECTION}.{key}", [f"{SECTION}.{k}" for k in config.KEYS]
+                        + [f"{SECTION}.{LSP_TABLE}.{k}" for k in _LSP_KEYS])
+    adapter: TypeAdapter[Any] = TypeAdapter(cast(Any, Annotated[info.annotation, info.info]))
+    try:
+        adapter.validate_python(value)
+    except ValidationError as exc:
+        problem = "; ".join(str(e["msg"]).rstrip(".") for e in exc.errors())
+        expected = (info.info.description or "").rstrip(".")
+        if info.info.examples:
+            expected += f" (e.g. {info.info.examples[0]!r})"
+        return f"`{SECTION}.{key}` = {value!r} is not valid ({problem}); expected: {expected}"
+    return None
+
+
+def _unknown(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean `{close[0]}`?" if close else ""
+    return f"`{name}` is not an AgentLS setting{hint}"
+
+
+def _first_lines(message: str) -> str:
+    # config's own advice names CLI commands; an editor user fixes the value in the editor.
+    lines = [ln.strip() for ln in message.splitlines() if not ln.startswith("See `agentls")]
+    return " ".join(ln for ln in lines if ln)
+
+
+# --- the LSP side -------------------------------------------------------------------------
+
+
+async def fetch_client_section(ls: AgentLanguageServer) -> dict[str, Any]:
+    """initializationOptions, with ``workspace/configuration`` (or the last pushed settings)
+    on top."""
+    from agentls.config import deep_merge
+
+    merged: dict[str, Any] = dict(_as_dict(ls.initialization_options))
+    pulled: Any = ls.pushed_settings
+    workspace_caps = ls.client_capabilities.workspace
+    if workspace_caps is not None and workspace_caps.configuration:
+        try:
+            answer = await ls.workspace_configuration_async(lsp.ConfigurationParams(
+                items=[lsp.ConfigurationItem(section=SECTION, scope_uri=ls.root_uri)]))
+            pulled = answer[0] if answer else None
+        except Exception as exc:  # a client failing here still gets the other sources
+            log.warning("workspace/configuration failed (%s); using initializationOptions", exc)
+    if isinstance(pulled, Mapping):
+        merged = deep_merge(merged, _as_dict(pulled))
+    return merged
+
+
+async def reload(ls: AgentLanguageServer) -> ResolvedSettings:
+    client = await fetch_client_section(ls)
+    try:
+        resolved = await asyncio.to_thread(resolve, ls.root, client)
+    except Exception as exc:  # a bug here must not leave the server without settings
+        log.exception("loading the settings failed")
+        resolved = await asyncio.to_thread(_defaults, client, exc)
+    ls.apply_settings(resolved)
+    report(ls, resolved.problems)
+    return resolved
+
+
+def report(ls: AgentLanguageServer, problems: list[str]) -> None:
+    """One showMessage and one log line per new set of problems (a repeat is not re-shown)."""
+    text = "; ".join(problems)
+    if text == ls.reported_settings_problems:
+        return
+    ls.reported_settings_problems = text
+    if not problems:
+        return
+    message = (f"AgentLS settings: {text}. The defaults are used for these until you fix "
+               "them in your editor's AgentLS settings.")
+    log.warning("%s", message)
+    ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=message))
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return {str(k): v for k, v in value.items()} if isinstance(value, Mapping) else {}
+
+
+def setup(server: AgentLanguageServer) -> None:
+    @server.feature(lsp.INITIALIZED)
+    async def initialized(ls: AgentLanguageServer, params: lsp.InitializedParams) -> None:
+        await ls.ready()
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(
+        ls: AgentLanguageServer, params: lsp.DidChangeConfigurationParams
+    ) -> None:
+        pushed = params.settings.get(SECTION) if isinstance(params.settings, Mapping) else None
+        ls.pushed_settings = pushed if isinstance(pushed, Mapping) else None
+        await ls.reload_settings()

@@ -1,0 +1,92 @@
+"""The server itself: capabilities, position encoding, settings, start-up weight."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from lsprotocol import types as lsp
+from pytest_lsp import client_capabilities
+
+from agentls.devtools.replay import ReplayServer
+from tests.lsp.conftest import AgentClient, initialize, options_for
+
+
+async def test_capabilities_incremental_sync_commands_and_encoding(
+        bare_client: AgentClient, model: ReplayServer, project: Path) -> None:
+    result = await initialize(bare_client, client_capabilities("visual-studio-code"), project,
+                              options_for(model))
+
+    capabilities = result.capabilities
+    sync = capabilities.text_document_sync
+    assert isinstance(sync, lsp.TextDocumentSyncOptions)
+    assert sync.open_close and sync.change == lsp.TextDocumentSyncKind.Incremental
+    assert capabilities.execute_command_provider is not None
+    assert {"agentls.chat", "agentls.cancel", "agentls.newSession"} <= set(
+        capabilities.execute_command_provider.commands)
+    assert capabilities.position_encoding in (None, lsp.PositionEncodingKind.Utf16)
+
+
+async def test_utf8_is_chosen_whenever_offered(bare_client: AgentClient, model: ReplayServer,
+                                               project: Path) -> None:
+    capabilities = client_capabilities("visual-studio-code")
+    capabilities.general = lsp.GeneralClientCapabilities(position_encodings=[
+        lsp.PositionEncodingKind.Utf16, lsp.PositionEncodingKind.Utf8])
+
+    result = await initialize(bare_client, capabilities, project, options_for(model))
+
+    assert result.capabilities.position_encoding == lsp.PositionEncodingKind.Utf8
+
+
+async def test_invalid_settings_are_reported_once_and_defaults_used(
+        bare_client: AgentClient, model: ReplayServer, project: Path) -> None:
+    options = options_for(model, chat_requests_per_minute=0)
+    options["max_iterations"] = "lots"
+    options["max_iteratons"] = 3
+    shown = bare_client.wait_for_notification("window/showMessage")
+    await initialize(bare_client, client_capabilities("neovim"), project, options)
+
+    message = await shown
+
+    assert message.type == lsp.MessageType.Error
+    text = message.message
+    assert "`agentls.max_iterations` = 'lots' is not valid" in text
+    assert "Most model turns in one run" in text  # the expected form
+    assert "`agentls.lsp.chat_requests_per_minute` = 0" in text and "at least 1" in text
+    assert "did you mean `agentls.max_iterations`" in text
+    model.load({"steps": [{"reply": {"text": "Still works."}}]})
+    result = await bare_client.chat("hello")  # the valid keys (the backend) still apply
+    assert result["text"] == "Still works."
+    assert [m.type for m in bare_client.messages] == [lsp.MessageType.Error]
+    assert any("agentls.max_iterations" in m.message for m in bare_client.log_messages)
+
+
+async def test_changed_configuration_is_read_again(
+        bare_client: AgentClient, model: ReplayServer, project: Path) -> None:
+    await initialize(bare_client, client_capabilities("visual-studio-code"), project,
+                     options_for(model))
+    model.load({"steps": [{"reply": {"text": "ok"}}]})
+    await bare_client.chat("warm up")  # settings are loaded
+    assert bare_client.messages == []
+
+    bare_client.set_configuration({"timeout_ms": -5}, section="agentls")
+    shown = bare_client.wait_for_notification("window/showMessage")
+    bare_client.workspace_did_change_configuration(
+        lsp.DidChangeConfigurationParams(settings=None))
+
+    message = await shown
+    assert "`agentls.timeout_ms` = -5 is not valid" in message.message
+
+
+def test_start_up_imports_neither_openai_nor_pydantic_nor_sqlite() -> None:
+    probe = (
+        "import sys\n"
+        "from agentls.lsp.server import create_server\n"
+        "create_server()\n"
+        "heavy = ('openai', 'pydantic', 'sqlite3', 'agentls.config', 'agentls.engine.agent')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    output = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            check=True).stdout
+    assert output.strip() == "[]"

@@ -1,0 +1,49 @@
+"""Resolving the editor's `agentls` settings section key by key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentls.lsp.settings import LspSettings, register_client_section, resolve
+
+
+def test_valid_settings_apply(tmp_path: Path) -> None:
+    resolved = resolve(tmp_path, {"max_iterations": 7, "lsp": {"chat_requests_per_minute": 3}})
+    assert resolved.problems == []
+    assert resolved.settings.max_iterations == 7
+    assert resolved.lsp == LspSettings(chat_requests_per_minute=3)
+
+
+def test_a_bad_value_is_named_and_left_out_while_the_others_apply(tmp_path: Path) -> None:
+    resolved = resolve(tmp_path, {
+        "max_iterations": "lots",
+        "backends": {"mine": {"base_url": "http://localhost:1/v1", "model": "m"}},
+        "backend": "mine",
+        "lsp": {"chat_queue_limit": 0, "nope": 1},
+    })
+    assert resolved.settings.max_iterations == 25  # the default
+    assert resolved.settings.backend == "mine"  # valid keys still apply
+    assert resolved.lsp == LspSettings()
+    [iterations, queue, unknown] = resolved.problems
+    assert iterations.startswith("`agentls.max_iterations` = 'lots' is not valid")
+    assert "(e.g. 25)" in iterations
+    assert queue.startswith("`agentls.lsp.chat_queue_limit` = 0 is not valid")
+    assert unknown.startswith("`agentls.lsp.nope` is not an AgentLS setting")
+
+
+def test_values_valid_alone_but_not_together_fall_back_to_the_lower_layers(
+        tmp_path: Path) -> None:
+    resolved = resolve(tmp_path, {"backend": "missing"})
+    assert resolved.settings.backend == "openai"
+    assert len(resolved.problems) == 1 and "backend 'missing' is not configured" in (
+        resolved.problems[0])
+    assert "agentls config" not in resolved.problems[0]  # CLI advice is left out
+
+
+def test_a_registered_section_is_checked_by_its_owner(tmp_path: Path) -> None:
+    register_client_section("test_widgets", lambda value: [] if isinstance(value, list)
+                            else ["`agentls.test_widgets` must be a list"])
+    ok = resolve(tmp_path, {"test_widgets": [1]})
+    bad = resolve(tmp_path, {"test_widgets": 3})
+    assert ok.problems == [] and ok.client["test_widgets"] == [1]
+    assert bad.problems == ["`agentls.test_widgets` must be a list"]
