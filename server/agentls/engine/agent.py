@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from agentls.config import Settings
@@ -68,6 +70,9 @@ log = logging.getLogger(__name__)
 StopReason = Literal["done", "max_iterations", "timeout", "cancelled", "no_progress", "error"]
 
 MAX_LENGTH_CONTINUATIONS = 2
+# A new session reuses the project facts another session gathered this recently (gathering
+# walks the tree and runs git: tens of milliseconds on a big repository).
+FACTS_MAX_AGE_S = 60.0
 NO_PROGRESS_REPEATS = 3
 ASK_USER = "ask_user"
 ASK_USER_SPEC = ToolSpec(
@@ -168,6 +173,8 @@ class Agent:
         self.queue = SessionQueue(queue_limit)
         self._sessions: dict[str, _SessionState] = {}
         self._tasks: dict[str, asyncio.Task[RunResult]] = {}
+        self._facts: dict[tuple[Path, ...], tuple[float, context.ProjectFacts,
+                                                   context.Instructions]] = {}
 
     # --- public API -----------------------------------------------------------------------
 
@@ -212,6 +219,18 @@ class Agent:
     def running(self) -> list[str]:
         return list(self._tasks)
 
+    async def project_context(
+        self, workspace: Workspace
+    ) -> tuple[context.ProjectFacts, context.Instructions]:
+        """Project facts and workspace instructions for a new session (prompt levels 2-3)."""
+        cached = self._facts.get(workspace.roots)
+        if cached is not None and time.monotonic() - cached[0] < FACTS_MAX_AGE_S:
+            return cached[1], cached[2]
+        facts = await context.build_project_facts(workspace)
+        instructions = await asyncio.to_thread(context.load_instructions, workspace)
+        self._facts[workspace.roots] = (time.monotonic(), facts, instructions)
+        return facts, instructions
+
     # --- the run --------------------------------------------------------------------------
 
     async def _run(
@@ -235,9 +254,7 @@ class Agent:
             async with asyncio.timeout(timeout):
                 backend: Backend = self.backends.get(session.backend)
                 if not state.system:  # levels 1-3: once per session, then never changed
-                    state.facts = await context.build_project_facts(workspace)
-                    state.instructions = await asyncio.to_thread(
-                        context.load_instructions, workspace)
+                    state.facts, state.instructions = await self.project_context(workspace)
                     state.system = context.system_messages(state.facts, state.instructions)
                 run.history = await self._maybe_compact(session, backend, run.history)
                 prompt = request.prompt

@@ -40,8 +40,9 @@ INSTRUCTION_FILES = ("AGENTS.md", ".agentls/instructions.md")
 INSTRUCTIONS_CAP_BYTES = 32 * 1024
 TREE_DEPTH = 3
 TREE_LIMIT = 200
-# Entries looked at (visible or not) before the tree stops counting: bounds a huge checkout.
-TREE_SCAN_LIMIT = 20_000
+# Entries looked at for the tree (each is a fence check): keeps the first run of a session on a
+# big repository fast; beyond it the listing says "at least N more".
+TREE_SCAN_LIMIT = 2_000
 # Folders that are noise even where no .gitignore says so (seed 002 "Project Context").
 TREE_SKIPPED_FOLDERS = frozenset({
     "node_modules", "__pycache__", ".git", "dist", "build", "coverage", ".venv", "venv",
