@@ -13,9 +13,11 @@ environment variable a backend names (``api_key_env``); no config file holds the
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
+import typing
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,8 @@ from typing import Annotated, Any, Literal, cast
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 from pydantic.fields import FieldInfo
+
+from agentls.tools.permissions import PermissionPolicy
 
 APP_NAME = "agentls"
 WORKSPACE_DIR = ".agentls"
@@ -132,6 +136,10 @@ class Settings(BaseModel):
     cache: CacheConfig = Field(default_factory=CacheConfig)
     retry: RetryConfig = Field(default_factory=RetryConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    permissions: PermissionPolicy = Field(
+        default_factory=PermissionPolicy,
+        description="What tools may do without asking (DESIGN.md decision 3).",
+    )
 
     @model_validator(mode="after")
     def _backend_exists(self) -> Settings:
@@ -147,9 +155,6 @@ class Settings(BaseModel):
 
 # --- keys -------------------------------------------------------------------------------------
 
-BACKEND_PREFIX = "backends."
-
-
 @dataclass(frozen=True)
 class KeyInfo:
     key: str  # dotted; backends.<name>.field for per-backend keys
@@ -162,9 +167,14 @@ def _model_keys(model: type[BaseModel], prefix: str = "") -> Iterator[KeyInfo]:
         annotation = info.annotation
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             yield from _model_keys(annotation, f"{prefix}{name}.")
-        elif name == "backends" and not prefix:
-            for sub, sub_info in BackendConfig.model_fields.items():
-                yield KeyInfo(f"backends.<name>.{sub}", sub_info, sub_info.annotation)
+        elif typing.get_origin(annotation) is dict:
+            # A table keyed by names the person picks: backends.<name>.*, permissions.tools.<name>
+            value = typing.get_args(annotation)[1]
+            if isinstance(value, type) and issubclass(value, BaseModel):
+                yield from _model_keys(value, f"{prefix}{name}.<name>.")
+            else:
+                yield KeyInfo(f"{prefix}{name}.<name>", FieldInfo(description=info.description),
+                              value)
         else:
             yield KeyInfo(f"{prefix}{name}", info, annotation)
 
@@ -172,14 +182,19 @@ def _model_keys(model: type[BaseModel], prefix: str = "") -> Iterator[KeyInfo]:
 KEYS: dict[str, KeyInfo] = {k.key: k for k in _model_keys(Settings)}
 
 
+_KEY_PATTERNS = [
+    (re.compile(re.escape(k).replace(re.escape("<name>"), r"[^.]+")), info)
+    for k, info in KEYS.items()
+]
+
+
 def key_info(key: str) -> KeyInfo:
     """The field behind a dotted key; ``ConfigError`` listing the valid keys otherwise."""
-    pattern = key
-    parts = key.split(".")
-    if len(parts) == 3 and parts[0] == "backends" and parts[1]:
-        pattern = f"backends.<name>.{parts[2]}"
-    if pattern in KEYS:
-        return KEYS[pattern]
+    if key in KEYS:
+        return KEYS[key]
+    for pattern, info in _KEY_PATTERNS:
+        if pattern.fullmatch(key):
+            return info
     hint = ""
     if "api_key" in key and not key.endswith("api_key_env"):
         hint = ("API keys are never stored in configuration: put the key in the environment "
@@ -194,6 +209,13 @@ def parse_value(key: str, raw: str) -> Any:
     value: Any = raw
     if raw.strip().lower() in ("none", "null") and _accepts_none(info.annotation):
         value = None
+    elif typing.get_origin(info.annotation) is list:
+        # A list on a command line: a JSON array, or items separated by commas.
+        try:
+            value = json.loads(raw) if raw.lstrip().startswith("[") else [
+                item.strip() for item in raw.split(",") if item.strip()]
+        except json.JSONDecodeError:
+            value = raw
     adapter: TypeAdapter[Any] = TypeAdapter(cast(Any, Annotated[info.annotation, info.info]))
     try:
         return adapter.validate_python(value)
@@ -282,7 +304,7 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def env_layer(env: Mapping[str, str]) -> dict[str, Any]:
     data: dict[str, Any] = {}
-    single = {k.replace(".", "_").upper(): k for k in KEYS if not k.startswith(BACKEND_PREFIX)}
+    single = {k.replace(".", "_").upper(): k for k in KEYS if "<name>" not in k}
     for name, raw in env.items():
         if not name.startswith("AGENTLS_") or name == "AGENTLS_MODEL":
             continue

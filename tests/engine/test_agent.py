@@ -281,3 +281,17 @@ async def test_session_on_an_unconfigured_backend_is_an_error_result(harness: Ha
     result, front = await harness.run("hi", session_id=sid)
     assert result.stop_reason == "error" and "no backend named 'gone'" in result.error_message
     assert front.of("error")
+
+
+async def test_permissions_come_from_the_settings(harness: Harness) -> None:
+    from agentls.tools.permissions import PermissionPolicy
+
+    harness.agent.settings = harness.agent.settings.model_copy(
+        update={"permissions": PermissionPolicy(tools={"read_file": "deny"})})
+    harness.server.load({"steps": [
+        {"match": {"tool_results": False}, "reply": {"tool_calls": [
+            call("read_file", "r1", path="README.md")]}},
+        {"match": {"tool_results": True}, "reply": {"text": "ok"}},
+    ]})
+    await harness.run("read it")
+    assert tool_results(harness.server.requests[1].body)["r1"]["error"] == "USER_REJECTED"

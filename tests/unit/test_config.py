@@ -206,3 +206,22 @@ def test_api_key_comes_from_the_named_variable_only() -> None:
     backend = config.BackendConfig(api_key_env="MY_KEY")
     assert config.api_key(backend, {"MY_KEY": "sk-x", "OPENAI_API_KEY": "other"}) == "sk-x"
     assert config.api_key(config.BackendConfig(api_key_env=None), {"OPENAI_API_KEY": "k"}) is None
+
+
+def test_permission_keys(tmp_path: Path) -> None:
+    assert config.parse_value("permissions.tools.shell_exec", "allow") == "allow"
+    assert config.parse_value("permissions.shell_allow", "ls, pytest -q") == ["ls", "pytest -q"]
+    assert config.parse_value("permissions.shell_deny", '["sudo", "curl"]') == ["sudo", "curl"]
+    with pytest.raises(config.ConfigError, match="'allow', 'ask' or 'deny'"):
+        config.parse_value("permissions.tools.write_file", "sometimes")
+    env = {"AGENTLS_PERMISSIONS__TOOLS__WRITE_FILE": "ask"}
+    policy = config.load(tmp_path, env=env).settings.permissions
+    assert policy.permission_for("write_file") == "ask"
+    assert policy.permission_for("read_file") == "allow"  # defaults stay under the override
+
+
+def test_cli_sets_a_tool_permission(tmp_path: Path) -> None:
+    done = run_cli("config", "set", "permissions.tools.shell_exec", "deny", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert run_cli("config", "get", "permissions.tools.shell_exec",
+                   cwd=tmp_path).stdout.strip() == "deny"

@@ -169,7 +169,7 @@ class Agent:
         self.backends = backends
         self.store = store
         self.estimator = estimator or TokenEstimator()
-        self.policy = policy or PermissionPolicy()
+        self._policy = policy  # None: the settings' `permissions`, read at each run
         self.queue = SessionQueue(queue_limit)
         self._sessions: dict[str, _SessionState] = {}
         self._tasks: dict[str, asyncio.Task[RunResult]] = {}
@@ -310,7 +310,7 @@ class Agent:
         toolbox = ToolBox(
             ToolContext(
                 workspace,
-                policy=self.policy,
+                policy=self._policy or self.settings.permissions,
                 grants=state.grants,
                 confirm=None if automation else _confirm(frontend),
                 api_key_env=self.settings.active_backend.api_key_env or "OPENAI_API_KEY",
