@@ -67,7 +67,7 @@ def test_run_streams_text_writes_the_change_and_lists_it(
     server.load({"api_key": SECRET, "steps": fix_add_steps()})
     done = run(prompt, project, env)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "Looking.\nFixed add.\n"
+    assert done.stdout == "Looking.\n\nFixed add.\n"
     assert (project / "src" / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
     assert "→ read_file path=src/calc.py" in done.stderr
     assert "M src/calc.py  +1 -1" in done.stderr and "wrote 1 file" in done.stderr
@@ -97,7 +97,7 @@ def test_quiet_keeps_stderr_empty_on_success(
     server.load({"steps": fix_add_steps()})
     done = run(prompt, project, env, "--quiet")
     assert done.returncode == 0
-    assert done.stdout == "Looking.\nFixed add.\n" and done.stderr == ""
+    assert done.stdout == "Looking.\n\nFixed add.\n" and done.stderr == ""
 
 
 # --- --json --------------------------------------------------------------------------------------

@@ -66,6 +66,11 @@ class Renderer:
     def _text(self, text: str) -> None:
         if self.json_mode or not text:
             return
+        if not self._text_pending_newline and text.startswith("\n"):
+            # The line was already ended for tool activity: a paragraph break needs one more.
+            text = text[1:]
+            if not text:
+                return
         self._stop_spinner()
         self.out.write(text)
         self.out.flush()
