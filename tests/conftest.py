@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from agentls.devtools.replay import ReplayServer
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -23,3 +25,10 @@ def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory,
         if name.startswith(("AGENTLS_", "OPENAI_")):
             monkeypatch.delenv(name, raising=False)
     yield home
+
+
+@pytest.fixture
+def server() -> Iterator[ReplayServer]:
+    """The scripted model server (not a real model), with an empty script: tests ``load`` one."""
+    with ReplayServer({"steps": []}) as running:
+        yield running

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,12 +17,6 @@ def agentls(*args: str, env: dict[str, str], stdin: str | None = None
             ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "agentls", *args], capture_output=True,
                           text=True, env=env, input=stdin, check=False, timeout=60)
-
-
-@pytest.fixture
-def server() -> Iterator[ReplayServer]:
-    with ReplayServer({"steps": []}) as running:
-        yield running
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +12,6 @@ from tests.cli.headless_helpers import (
     agentls,
     call,
     last_json,
-    make_project,
-    scripted_env,
     write,
 )
 from tests.cli.test_run import normalised
@@ -24,22 +21,6 @@ from agentls.devtools.replay import ReplayServer
 SNAPSHOT = Path(__file__).parent / "snapshots" / "loop_result.json"
 FIX = call("edit_file", "e1", path="src/calc.py",
            edits=[{"search": "return a - b", "replace": "return a + b"}])
-
-
-@pytest.fixture
-def server() -> Iterator[ReplayServer]:
-    with ReplayServer({"steps": []}) as running:
-        yield running
-
-
-@pytest.fixture
-def env(server: ReplayServer) -> dict[str, str]:
-    return scripted_env(server)
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    return make_project(tmp_path / "project")
 
 
 @pytest.fixture

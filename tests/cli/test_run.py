@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,30 +17,12 @@ from tests.cli.headless_helpers import (
     call,
     fix_add_steps,
     last_json,
-    make_project,
-    scripted_env,
     write,
 )
 
 from agentls.devtools.replay import ReplayServer
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "run_result.json"
-
-
-@pytest.fixture
-def server() -> Iterator[ReplayServer]:
-    with ReplayServer({"steps": []}) as running:
-        yield running
-
-
-@pytest.fixture
-def env(server: ReplayServer) -> dict[str, str]:
-    return scripted_env(server)
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    return make_project(tmp_path / "project")
 
 
 @pytest.fixture

@@ -3,24 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from tests.cli.headless_helpers import agentls, last_json, make_project, scripted_env, write
+from tests.cli.headless_helpers import agentls, last_json, make_project, write
 
 from agentls.devtools.replay import ReplayServer
-
-
-@pytest.fixture
-def server() -> Iterator[ReplayServer]:
-    with ReplayServer({"steps": []}) as running:
-        yield running
-
-
-@pytest.fixture
-def env(server: ReplayServer) -> dict[str, str]:
-    return scripted_env(server)
 
 
 def test_no_sessions_creates_nothing(env: dict[str, str], tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,12 +16,6 @@ from agentls.engine.events import RecordingFrontend
 from agentls.engine.sessions import SessionStore
 from agentls.llm.pool import BackendPool
 from agentls.tools.workspace import Workspace
-
-
-@pytest.fixture
-def server() -> Iterator[ReplayServer]:
-    with ReplayServer({"steps": []}) as running:
-        yield running
 
 
 @pytest.fixture

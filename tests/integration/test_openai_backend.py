@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +28,6 @@ class Clock:
 
     async def sleep(self, seconds: float) -> None:
         self.slept.append(seconds)
-
-
-@pytest.fixture
-def server() -> Iterator[ReplayServer]:
-    with ReplayServer({"steps": []}) as running:
-        yield running
 
 
 @pytest.fixture
