@@ -13,6 +13,7 @@ environment variable a backend names (``api_key_env``); no config file holds the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -24,7 +25,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 from agentls.tools.permissions import PermissionPolicy
@@ -70,6 +79,14 @@ class BackendConfig(BaseModel):
                                examples=[0.2])
     timeout: float = Field(120.0, gt=0, description="Seconds to wait for the server per request.",
                            examples=[120])
+
+    @field_validator("api_key_env", mode="before")
+    @classmethod
+    def _no_key_variable(cls, value: Any) -> Any:
+        # TOML has no null: `config set ... none` is stored as "", and people write "none".
+        if isinstance(value, str) and value.strip().lower() in ("", "none", "null"):
+            return None
+        return value
 
 
 class CacheConfig(BaseModel):
@@ -145,7 +162,10 @@ class Settings(BaseModel):
     def _backend_exists(self) -> Settings:
         if self.backend not in self.backends:
             names = ", ".join(sorted(self.backends))
-            raise ValueError(f"backend {self.backend!r} is not configured (configured: {names})")
+            raise ValueError(
+                f"backend {self.backend!r} is not configured (configured: {names}); add it "
+                f"with `agentls config set backends.{self.backend}.base_url URL` or pick a "
+                "configured one")
         return self
 
     @property
@@ -221,13 +241,20 @@ def parse_value(key: str, raw: str) -> Any:
         return adapter.validate_python(value)
     except ValidationError as exc:
         problem = "; ".join(e["msg"].rstrip(".") for e in exc.errors())
-        example = info.info.examples[0] if info.info.examples else None
+        example = info.info.examples[0] if info.info.examples else _first_choice(info.annotation)
         suggestion = f"\nExample: agentls config set {key} {example}" if example is not None else ""
         raise ConfigError(f"invalid value {raw!r} for {key}: {problem}.{suggestion}") from None
 
 
 def _accepts_none(annotation: Any) -> bool:
     return type(None) in getattr(annotation, "__args__", ())
+
+
+def _first_choice(annotation: Any) -> Any:
+    """An example for a key without one: the first allowed value of a ``Literal``."""
+    if typing.get_origin(annotation) is Literal:
+        return typing.get_args(annotation)[0]
+    return None
 
 
 # --- layers -----------------------------------------------------------------------------------
@@ -251,6 +278,12 @@ class Layer:
     data: dict[str, Any]
 
 
+def _reset_command(path: Path) -> str:
+    # A workspace file lives in .agentls/; `config reset` alone would reset the user file.
+    workspace = path.parent.name == WORKSPACE_DIR
+    return "agentls config reset --workspace" if workspace else "agentls config reset"
+
+
 def read_config_file(path: Path) -> dict[str, Any]:
     """A TOML config file as a dict; missing means empty; unparseable is a ``ConfigError``."""
     try:
@@ -267,7 +300,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         reason = re.sub(r" \(at (line \d+, column \d+|end of document)\)", "", str(exc))
         raise ConfigError(
             f"config file {path}, line {line}: not valid TOML ({reason}).\n"
-            f"Fix that line, or run `agentls config reset` to start again from defaults "
+            f"Fix that line, or run `{_reset_command(path)}` to start again from defaults "
             f"(the old file is kept as {path.name}.bak)."
         ) from None
 
@@ -375,14 +408,15 @@ def load(
 
     merged: dict[str, Any] = {}
     for layer in layers:
+        if layer.name == "environment" and environ.get("AGENTLS_MODEL"):
+            # AGENTLS_MODEL follows whichever backend the lower layers made active; it goes
+            # into the environment layer so `config list` names the environment as its source.
+            active = str(layer.data.get("backend", merged.get("backend", "openai")))
+            set_dotted(layer.data, f"backends.{active}.model", environ["AGENTLS_MODEL"])
         try:
             merged = deep_merge(merged, layer.data)
         except (TypeError, AttributeError):
             raise ConfigError(f"{layer.name}: expected a table of settings") from None
-        if layer.name == "environment" and environ.get("AGENTLS_MODEL"):
-            # AGENTLS_MODEL follows whichever backend the lower layers made active.
-            active = str(merged.get("backend", "openai"))
-            set_dotted(merged, f"backends.{active}.model", environ["AGENTLS_MODEL"])
     settings = validate(merged, layers)
     return LoadedSettings(settings, layers)
 
@@ -394,13 +428,16 @@ def validate(data: Mapping[str, Any], layers: Sequence[Layer] = ()) -> Settings:
         problems = []
         loaded = LoadedSettings(Settings(), list(layers))
         for error in exc.errors():
-            key = ".".join(str(p) for p in error["loc"])
-            where = loaded.source_of(key) if key else "settings"
-            problems.append(f"{key or 'settings'}: {error['msg']} (from {where})")
+            # The one settings-wide check is that `backend` names a configured backend.
+            key = ".".join(str(p) for p in error["loc"]) or "backend"
+            message = error["msg"].removeprefix("Value error, ")
+            where = f" (from {loaded.source_of(key)})" if layers else ""
+            problems.append(f"{key}: {message}{where}")
         raise ConfigError(
             "invalid configuration:\n  " + "\n  ".join(problems)
-            + "\nSee `agentls config list`, fix the value with `agentls config set KEY VALUE`, "
-            "or run `agentls config reset`."
+            + "\nFix it with `agentls config set KEY VALUE [--workspace]` (or in its "
+            "AGENTLS_* variable, when it comes from the environment), or start again from "
+            "defaults with `agentls config reset [--workspace]`."
         ) from None
 
 
@@ -430,12 +467,27 @@ def set_value(path: Path, key: str, raw: str) -> Any:
 
 def write_config_file(path: Path, data: Mapping[str, Any]) -> None:
     """Write atomically: a crash leaves the old file or the new one, never half of one."""
+    import tempfile
+
     import tomli_w
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(tomli_w.dumps(_without_none(data)), encoding="utf-8")
-    os.replace(tmp, path)
+    text = tomli_w.dumps(_without_none(data))
+    tmp: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # A temporary name of its own, so two `config set` at once never share one.
+        handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise ConfigError(f"cannot write config file {path}: {exc.strerror or exc}; check "
+                          "that its folder is writable") from None
 
 
 def _without_none(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -451,5 +503,9 @@ def reset(path: Path) -> Path | None:
     if not path.exists():
         return None
     backup = path.with_name(path.name + ".bak")
-    os.replace(path, backup)
+    try:
+        os.replace(path, backup)
+    except OSError as exc:
+        raise ConfigError(f"cannot move {path} to {backup}: {exc.strerror or exc}; check that "
+                          "its folder is writable, or delete the file yourself") from None
     return backup

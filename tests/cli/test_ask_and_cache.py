@@ -107,3 +107,70 @@ def test_unreachable_backend_exit_2_names_url(env: dict[str, str]) -> None:
 
 def test_bad_usage_exit_64(env: dict[str, str]) -> None:
     assert agentls("ask", env=env).returncode == 64
+
+
+def test_usage_errors_point_at_help(env: dict[str, str]) -> None:
+    done = agentls("ask", "x", "--frob", env=env)
+    assert done.returncode == 64 and "agentls COMMAND --help" in done.stderr
+
+
+def test_empty_prompt_is_a_usage_error(server: ReplayServer, env: dict[str, str]) -> None:
+    assert agentls("ask", "  ", env=env).returncode == 64
+    piped = agentls("ask", "-", env=env, stdin="\n")
+    assert piped.returncode == 64 and "empty" in piped.stderr
+    assert server.requests == []
+
+
+def test_unknown_backend_exit_2_says_how_to_add_it(env: dict[str, str]) -> None:
+    done = agentls("ask", "--backend", "nope", "x", env=env)
+    assert done.returncode == 2
+    assert "agentls config set backends.nope.base_url URL" in done.stderr
+
+
+def test_agent_cli_backend_is_refused_before_any_request(env: dict[str, str]) -> None:
+    env = {**env, "AGENTLS_BACKENDS__MYCODEX__TYPE": "codex"}
+    done = agentls("ask", "--backend", "mycodex", "x", env=env)
+    assert done.returncode == 64 and "agentls run" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_stream_cut_mid_answer_is_a_backend_error(server: ReplayServer,
+                                                  env: dict[str, str]) -> None:
+    server.load({"steps": [{"reply": {"text": "a long answer that is cut", "chunk_size": 4},
+                            "drop_after": 3}]})
+    done = agentls("ask", "--no-cache", "x", env=env)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith("a long") and "cut off" in done.stderr
+
+
+def test_a_damaged_cache_neither_breaks_ask_nor_survives_clear(
+    server: ReplayServer, env: dict[str, str], isolated_user_dirs: Path
+) -> None:
+    directory = isolated_user_dirs / "cache" / "agentls" / "responses"
+    directory.mkdir(parents=True)
+    (directory / "cache.db").write_bytes(b"not a database " * 100)
+    server.load({"steps": [{"reply": {"text": "still here"}}]})
+    done = agentls("ask", "x", env=env)
+    assert done.returncode == 0 and done.stdout.strip() == "still here"
+    assert "agentls cache clear" in done.stderr and "Traceback" not in done.stderr
+
+    stats = agentls("cache", "stats", env=env)
+    assert stats.returncode == 73 and "agentls cache clear" in stats.stderr
+    cleared = agentls("cache", "clear", env=env)
+    assert cleared.returncode == 0, cleared.stderr
+    assert agentls("cache", "stats", "--json", env=env).returncode == 0
+
+
+def test_prompts_in_another_encoding_are_sent_not_crashed_on(server: ReplayServer,
+                                                             env: dict[str, str]) -> None:
+    server.load({"steps": [{"times": 2, "reply": {"text": "ok"}}]})
+    piped = subprocess.run([sys.executable, "-m", "agentls", "ask", "--no-cache", "-"],
+                           input=b"\xffcaf\xe9\n", capture_output=True, env=env, check=False,
+                           timeout=60)
+    assert piped.returncode == 0, piped.stderr
+    argument = subprocess.run([sys.executable, "-m", "agentls", "ask", "--no-cache",
+                               os.fsdecode(b"caf\xe9")], capture_output=True, env=env,
+                              check=False, timeout=60)
+    assert argument.returncode == 0, argument.stderr
+    assert [r.body["messages"][-1]["content"] for r in server.requests] == ["\ufffdcaf\ufffd\n",
+                                                                            "caf\ufffd"]

@@ -436,3 +436,27 @@ def test_artifacts_failing_mid_run_exit_73_and_nothing_written(
     assert result["stopReason"] == "artifacts-error" and result["applied"] is False
     assert "--cwd" in result["error"]["message"]
     assert (project / "src" / "calc.py").read_text().endswith("return a - b\n")
+
+
+def test_a_key_in_any_named_variable_is_redacted(server: ReplayServer, env: dict[str, str],
+                                                 project: Path, prompt: Path) -> None:
+    planted = "planted-auth-value-0123456789"  # the variable's name says nothing of a key
+    env = {**env, "AGENTLS_BACKENDS__SCRIPTED__API_KEY_ENV": "SCRIPTED_AUTH",
+           "SCRIPTED_AUTH": planted}
+    server.load({"api_key": planted, "steps": [{"reply": {"text": f"it is {planted}"}}]})
+    done = run(prompt, project, env, "--json", "--artifacts")
+    assert done.returncode == 0, done.stderr
+    result = last_json(done.stdout)
+    assert result["text"] == "it is [redacted]"
+    for path in Path(result["artifactsDir"]).iterdir():
+        assert planted not in path.read_text()
+
+
+def test_a_stream_cut_mid_answer_is_a_backend_error(server: ReplayServer, env: dict[str, str],
+                                                    project: Path, prompt: Path) -> None:
+    server.load({"steps": [{"reply": {"text": "a long answer that is cut", "chunk_size": 4},
+                            "drop_after": 3}]})
+    done = run(prompt, project, env, "--json")
+    result = last_json(done.stdout)
+    assert done.returncode == 1 and result["stopReason"] == "backend-error"
+    assert "cut off" in result["error"]["hint"]

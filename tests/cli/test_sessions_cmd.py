@@ -8,6 +8,7 @@ from pathlib import Path
 from tests.cli.headless_helpers import agentls, last_json, make_project, write
 
 from agentls.devtools.replay import ReplayServer
+from agentls.engine.sessions import SessionStore
 
 
 def test_no_sessions_creates_nothing(env: dict[str, str], tmp_path: Path) -> None:
@@ -75,3 +76,33 @@ def test_run_continues_a_session(server: ReplayServer, env: dict[str, str],
     unknown = agentls("run", "-", "--cwd", str(project), "--session", "NOPE", env=env,
                       stdin="third")
     assert unknown.returncode == 64 and "agentls sessions" in unknown.stderr
+
+
+def test_damaged_store_is_reported_without_a_traceback(env: dict[str, str],
+                                                      tmp_path: Path) -> None:
+    (tmp_path / ".agentls").mkdir()
+    (tmp_path / ".agentls" / "state.db").write_bytes(b"not a database " * 100)
+    for args in (["sessions"], ["sessions", "show", "01"]):
+        done = agentls(*args, "--cwd", str(tmp_path), env=env)
+        assert done.returncode == 73, done.stderr
+        assert "move it aside" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_limit_must_be_above_zero(env: dict[str, str], tmp_path: Path) -> None:
+    done = agentls("sessions", "--limit", "0", "--cwd", str(tmp_path), env=env)
+    assert done.returncode == 64 and "above 0" in done.stderr
+
+
+def test_an_ambiguous_prefix_asks_for_more_of_the_id(env: dict[str, str],
+                                                     tmp_path: Path) -> None:
+    with SessionStore.for_workspace(tmp_path) as store:
+        ids = [store.create_session(backend="b", model="m").id for _ in range(2)]
+    common = next(i for i in range(len(ids[0])) if ids[0][i] != ids[1][i])
+    done = agentls("sessions", "show", ids[0][:common], "--cwd", str(tmp_path), env=env)
+    assert done.returncode == 64 and "2 sessions" in done.stderr
+    shown = agentls("sessions", "show", ids[0][:common + 1], "--json", "--cwd", str(tmp_path),
+                    env=env)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["session"]["id"] == ids[0]
+    ran = agentls("run", "-", "--cwd", str(tmp_path), "--session", ids[0][:common], env=env,
+                  stdin="continue")
+    assert ran.returncode == 64 and "2 sessions" in ran.stderr

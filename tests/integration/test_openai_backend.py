@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import logging
 import socket
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -306,3 +308,57 @@ async def test_api_key_never_reaches_logs_or_cache(
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
     assert all(secret not in json.dumps(r.headers) for r in server.requests)
+
+
+class _NotAModelServer(http.server.BaseHTTPRequestHandler):
+    """Answers 200 with what a proxy or a broken server sends: an HTML page, or a stream
+    whose second event is not JSON."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", "0")))
+        self.send_response(200)
+        if self.path.endswith("/html/chat/completions"):
+            page = b"<html>502 from the proxy</html>"
+            self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+            return
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        self.wfile.write(b'data: {"id": "c", "object": "chat.completion.chunk", "created": 1, '
+                         b'"model": "m", "choices": [{"index": 0, "delta": {"content": "hi"}}]}'
+                         b'\n\ndata: {not json\n\n')
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def not_a_model_server() -> Iterator[str]:
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotAModelServer)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+async def test_a_stream_event_that_is_not_json_is_a_backend_error(
+    not_a_model_server: str, make_backend: Any, clock: Clock
+) -> None:
+    seen: list[str] = []
+    with pytest.raises(BackendError) as info:
+        async for chunk in make_backend(base_url=f"{not_a_model_server}/v1").stream(hello()):
+            seen.append(chunk.text)
+    assert info.value.kind == "server_error" and "not valid JSON" in info.value.message
+    assert seen == ["hi"] and info.value.partial is not None and clock.slept == []
+
+
+async def test_a_page_instead_of_a_completion_is_a_backend_error(
+    not_a_model_server: str, make_backend: Any
+) -> None:
+    with pytest.raises(BackendError) as info:
+        await make_backend(base_url=f"{not_a_model_server}/html").complete(hello())
+    assert info.value.kind == "server_error"
+    assert "502 from the proxy" in info.value.message

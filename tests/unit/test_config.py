@@ -225,3 +225,72 @@ def test_cli_sets_a_tool_permission(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert run_cli("config", "get", "permissions.tools.shell_exec",
                    cwd=tmp_path).stdout.strip() == "deny"
+
+
+def test_no_key_variable_reads_back_as_none(tmp_path: Path) -> None:
+    done = run_cli("config", "set", "backends.ollama.api_key_env", "none", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    got = run_cli("config", "get", "backends.ollama.api_key_env", cwd=tmp_path)
+    assert got.stdout.strip() == "none"
+    write(config.workspace_config_file(tmp_path), '[backends.vllm]\napi_key_env = "None"\n')
+    assert config.load(tmp_path, env={}).settings.backends["vllm"].api_key_env is None
+
+
+def test_bad_choice_comes_with_an_example() -> None:
+    with pytest.raises(config.ConfigError) as info:
+        config.parse_value("permissions.tools.shell_exec", "maybe")
+    assert "Example: agentls config set permissions.tools.shell_exec allow" in str(info.value)
+
+
+def test_broken_workspace_file_points_at_the_workspace_reset(tmp_path: Path) -> None:
+    write(config.workspace_config_file(tmp_path), "x = [\n")
+    with pytest.raises(config.ConfigError, match="`agentls config reset --workspace`"):
+        config.load(tmp_path, env={})
+
+
+def test_agentls_model_is_listed_as_coming_from_the_environment(tmp_path: Path) -> None:
+    loaded = config.load(tmp_path, env={"AGENTLS_BACKEND": "ollama", "AGENTLS_MODEL": "m1"})
+    assert loaded.settings.backends["ollama"].model == "m1"
+    assert loaded.source_of("backends.ollama.model") == "environment"
+
+
+def test_unconfigured_backend_names_the_key_its_source_and_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(config.ConfigError) as info:
+        config.load(tmp_path, env={"AGENTLS_BACKEND": "nope"})
+    message = str(info.value)
+    assert "backend: backend 'nope' is not configured" in message
+    assert "(from environment)" in message and "Value error" not in message
+    assert "agentls config set backends.nope.base_url URL" in message
+
+
+def test_unwritable_config_folder_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "not-a-folder").write_text("")
+    with pytest.raises(config.ConfigError, match="cannot write config file"):
+        config.write_config_file(tmp_path / "not-a-folder" / "config.toml",
+                                 {"max_iterations": 3})
+
+
+def test_config_file_write_leaves_no_temporary_file(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    config.set_value(path, "max_iterations", "3")
+    config.set_value(path, "timeout_ms", "1000")
+    assert [p.name for p in tmp_path.iterdir()] == ["config.toml"]
+    assert config.read_config_file(path) == {"max_iterations": 3, "timeout_ms": 1000}
+
+
+def test_cli_get_of_an_unconfigured_name_says_how_to_add_it(tmp_path: Path) -> None:
+    done = run_cli("config", "get", "backends.work.model", cwd=tmp_path)
+    assert done.returncode == 78
+    assert "agentls config set backends.work.base_url URL" in done.stderr
+    tool = run_cli("config", "get", "permissions.tools.my_tool", cwd=tmp_path)
+    assert tool.returncode == 78 and "permissions.default (ask)" in tool.stderr
+
+
+def test_cli_set_workspace_needs_an_existing_folder(tmp_path: Path) -> None:
+    missing = tmp_path / "typo"
+    done = run_cli("-C", str(missing), "config", "set", "--workspace", "max_iterations", "3")
+    assert done.returncode == 64 and "--cwd" in done.stderr
+    assert not missing.exists()
+    made = run_cli("config", "set", "--workspace", "max_iterations", "3", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert (tmp_path / ".agentls" / ".gitignore").read_text() == "*\n"

@@ -55,9 +55,9 @@ class RunArtifacts:
 
     def __init__(self, directory: Path, secret_values: Iterable[str] = ()) -> None:
         self.directory = directory
-        self._secrets = sorted({s for s in secret_values if len(s) >= MIN_SECRET_LENGTH},
-                               key=len, reverse=True)
+        self._secrets: list[str] = []
         self._transcript: IO[str] | None = None
+        self.add_secrets(secret_values)
 
     @classmethod
     def create(cls, base: Path, workspace: Path, secret_values: Iterable[str] = (),
@@ -73,6 +73,15 @@ class RunArtifacts:
         except OSError as exc:
             raise ArtifactsError(base, exc) from None
         return artifacts
+
+    def add_secrets(self, values: Iterable[str]) -> None:
+        """More values to redact, learnt once the settings name the backends' keys."""
+        known = set(self._secrets)
+        for value in values:
+            if len(value) >= MIN_SECRET_LENGTH:
+                # Also as it reads inside JSON text, where `"`, `\` and controls are escaped.
+                known |= {value, json.dumps(value, ensure_ascii=False)[1:-1]}
+        self._secrets = sorted(known, key=len, reverse=True)
 
     def redact(self, text: str) -> str:
         for value in self._secrets:

@@ -19,7 +19,9 @@ _NO_BACKEND_KINDS = {"auth", "connection", "model_not_found"}
 
 
 def exit_code_for(error: BackendError) -> int:
-    return exitcodes.NO_BACKEND if error.kind in _NO_BACKEND_KINDS else exitcodes.BACKEND_ERROR
+    # A stream cut mid-answer came from a server that was reachable: a backend error.
+    unusable = error.kind in _NO_BACKEND_KINDS and error.partial is None
+    return exitcodes.NO_BACKEND if unusable else exitcodes.BACKEND_ERROR
 
 
 def print_retry(notice: RetryNotice) -> None:
@@ -32,13 +34,35 @@ def print_retry(notice: RetryNotice) -> None:
 
 
 def run_ask(args: argparse.Namespace, workspace: Path) -> int:
-    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
-    flags = {"backend": args.backend} if args.backend else {}
+    if args.prompt == "-":
+        # Bytes, decoded leniently: a pipe of another encoding must not end in a traceback.
+        prompt = sys.stdin.buffer.read().decode("utf-8-sig", errors="replace")
+    else:  # undecodable bytes of an argument arrive as surrogates, which JSON cannot carry
+        prompt = args.prompt.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if not prompt.strip():
+        where = "stdin" if args.prompt == "-" else "the command line"
+        print(f"agentls ask: the prompt from {where} is empty; write what to ask, like "
+              "`agentls ask \"Say hello\"`", file=sys.stderr)
+        return exitcodes.USAGE
     try:
-        settings = config.load(workspace, flags=flags).settings
+        settings = config.load(workspace).settings
+        if args.backend and args.backend not in settings.backends:
+            names = ", ".join(sorted(settings.backends))
+            print(f"agentls ask: no backend named {args.backend!r} is configured (configured: "
+                  f"{names}); add it with `agentls config set backends.{args.backend}.base_url "
+                  "URL`, or pick a configured one", file=sys.stderr)
+            return exitcodes.NO_BACKEND
+        if args.backend:
+            settings = config.load(workspace, flags={"backend": args.backend}).settings
     except config.ConfigError as exc:
         print(f"agentls ask: {exc}", file=sys.stderr)
         return exitcodes.CONFIG_ERROR
+    if settings.active_backend.type != "openai":
+        print(f"agentls ask: backend {settings.backend!r} is the "
+              f"{settings.active_backend.type} agent CLI, which edits files itself; "
+              "`agentls ask` needs a model server: use that CLI through `agentls run` or "
+              "`agentls loop`, or pick a model server with --backend", file=sys.stderr)
+        return exitcodes.USAGE
     messages = [Message.system(args.system)] if args.system else []
     messages.append(Message.user(prompt))
     request = ChatRequest(messages, model=args.model)

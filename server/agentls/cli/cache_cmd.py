@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
 from agentls import config
 from agentls.cli import exitcodes
+from agentls.llm.cache import CacheUnavailable
 from agentls.llm.pool import open_cache
 
 
@@ -19,7 +21,13 @@ def run_cache(args: argparse.Namespace, workspace: Path) -> int:
     except config.ConfigError as exc:
         print(f"agentls cache: {exc}", file=sys.stderr)
         return exitcodes.CONFIG_ERROR
-    cache = open_cache(settings)
+    try:
+        cache = open_cache(settings)
+    except CacheUnavailable as exc:
+        if args.action == "clear":
+            return _remove_damaged(exc.directory)
+        print(f"agentls cache: {exc}", file=sys.stderr)
+        return exitcodes.ARTIFACTS_UNWRITABLE
     try:
         if args.action == "stats":
             stats = cache.stats()
@@ -37,3 +45,19 @@ def run_cache(args: argparse.Namespace, workspace: Path) -> int:
         return exitcodes.OK
     finally:
         cache.close()
+
+
+def _remove_damaged(directory: Path) -> int:
+    """`cache clear` on a cache that cannot be opened: remove its folder; the next request
+    starts a new one."""
+    try:
+        shutil.rmtree(directory)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        print(f"agentls cache: cannot remove the damaged cache folder {directory}: "
+              f"{exc.strerror or exc}; delete it yourself", file=sys.stderr)
+        return exitcodes.ARTIFACTS_UNWRITABLE
+    print(f"removed the damaged cache folder {directory}; a new cache starts with the next "
+          "request")
+    return exitcodes.OK

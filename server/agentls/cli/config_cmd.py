@@ -50,7 +50,20 @@ def _run(args: argparse.Namespace, workspace: Path) -> int:
             print(f"moved {target} to {backup}; the defaults apply now")
         return exitcodes.OK
     if args.action == "set":
-        config.key_info(args.key)  # unknown keys fail before the file is read
+        config.parse_value(args.key, args.value)  # bad keys and values touch no file
+        if args.workspace:
+            if not workspace.is_dir():
+                print(f"agentls config: the workspace folder {workspace} does not exist; pass "
+                      "an existing folder with --cwd", file=sys.stderr)
+                return exitcodes.USAGE
+            from agentls.engine.sessions import ensure_state_dir
+
+            try:
+                ensure_state_dir(workspace)  # .agentls/ carries its .gitignore, as a run's does
+            except OSError as exc:
+                raise config.ConfigError(f"cannot create {workspace / config.WORKSPACE_DIR}: "
+                                         f"{exc.strerror or exc}; check that the workspace "
+                                         "folder is writable") from None
         value = config.set_value(target, args.key, args.value)
         print(f"{args.key} = {_show(value)}  (saved in {target})")
         return exitcodes.OK
@@ -62,7 +75,8 @@ def _run(args: argparse.Namespace, workspace: Path) -> int:
         try:
             value = config.get_dotted(loaded.settings.model_dump(mode="json"), args.key)
         except KeyError:
-            print(f"agentls config: {args.key} is not set (no such backend?)", file=sys.stderr)
+            print(f"agentls config: {args.key} is not set. {_unset_hint(args.key, loaded)}",
+                  file=sys.stderr)
             return exitcodes.CONFIG_ERROR
         print(json.dumps(value) if isinstance(value, dict) else _show(value))
         return exitcodes.OK
@@ -78,3 +92,17 @@ def _run(args: argparse.Namespace, workspace: Path) -> int:
             print(f"{key:<{width}}  {_show(value):<28}  {loaded.source_of(key)}")
         return exitcodes.OK
     raise AssertionError(args.action)
+
+
+def _unset_hint(key: str, loaded: config.LoadedSettings) -> str:
+    """What to do about a per-name key (backends.<name>.*, permissions.tools.<name>) with no
+    value."""
+    settings = loaded.settings
+    if key.startswith("backends."):
+        name = key.split(".")[1]
+        names = ", ".join(sorted(settings.backends))
+        return (f"No backend named {name!r} is configured (configured: {names}); add it with "
+                f"`agentls config set backends.{name}.base_url URL`.")
+    return (f"A tool without its own entry gets permissions.default "
+            f"({settings.permissions.default}); set one with "
+            f"`agentls config set {key} allow|ask|deny`.")

@@ -212,9 +212,19 @@ class Headless:
         if self.args.timeout is not None:
             flags["timeout_ms"] = max(1, round(self.args.timeout * 1000))
         try:
-            return config.load(self.root, flags=flags).settings
+            settings = config.load(self.root, flags=flags).settings
         except config.ConfigError as exc:
             raise Stopped("config-error", str(exc)) from None
+        self._add_secrets(settings)
+        return settings
+
+    def _add_secrets(self, settings: config.Settings) -> None:
+        """Every configured backend's key is a secret, whatever its variable is called."""
+        keys = [config.api_key(b) for b in settings.backends.values()]
+        found = [k for k in keys if k and len(k) >= MIN_SECRET_LENGTH and k not in self.secrets]
+        self.secrets.extend(found)
+        if self.artifacts is not None and found:
+            self.artifacts.add_secrets(found)
 
     def _external(self, settings: config.Settings) -> config.BackendConfig | None:
         """The agent CLI named by --backend (or the configuration), if it is one."""
@@ -273,7 +283,10 @@ class Headless:
         if session is None:
             matches = [s for s in store.list_sessions(limit=10_000)
                        if s.id.startswith(wanted.upper())]
-            session = matches[0] if len(matches) == 1 else None
+            if len(matches) > 1:
+                raise Stopped("usage", f"{wanted!r} is the start of {len(matches)} sessions' "
+                              "ids", "give more of the id (see `agentls sessions`)")
+            session = matches[0] if matches else None
         if session is None:
             raise Stopped("usage", f"no session {wanted!r} in this workspace ({self.root})",
                           "list them with `agentls sessions`, or leave out --session to "
@@ -286,7 +299,9 @@ class Headless:
         except (OSError, sqlite3.Error) as exc:
             raise Stopped("artifacts-error", f"cannot open the session store in "
                           f"{self.root / '.agentls'}: {exc}",
-                          "run from a folder you can write to (--cwd DIR)") from None
+                          "run from a folder you can write to (--cwd DIR); if "
+                          ".agentls/state.db is damaged, move it aside (a new one is made)"
+                          ) from None
 
     # --- the iterations -----------------------------------------------------------------------
 

@@ -20,7 +20,10 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # argparse exits 2 on bad usage; 2 means "no usable backend" here, so use 64.
         self.print_usage(sys.stderr)
-        self.exit(exitcodes.USAGE, f"{self.prog}: error: {message}\n")
+        # The top parser reports leftovers of every command: point at the command's help.
+        command = "agentls COMMAND" if self.prog == "agentls" else self.prog
+        self.exit(exitcodes.USAGE, f"{self.prog}: error: {message}\n"
+                  f"See `{command} --help` for the options.\n")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

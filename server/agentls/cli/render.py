@@ -9,9 +9,12 @@ terminal a spinner shows what the agent is doing; otherwise each status is one p
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TextIO
 
 from rich.console import Console
@@ -44,6 +47,7 @@ class Renderer:
         self.tty = self.err.is_terminal
         self._spinner: Status | None = None
         self._text_pending_newline = False  # stdout's last character is not a newline
+        self._out_gone = False  # the reader of stdout went away (`agentls run … | head`)
 
     # --- events -------------------------------------------------------------------------
 
@@ -72,16 +76,29 @@ class Renderer:
             if not text:
                 return
         self._stop_spinner()
-        self.out.write(text)
-        self.out.flush()
+        self._write_out(text)
         self._text_pending_newline = not text.endswith("\n")
 
     def _end_text_line(self) -> None:
         # Separate one model turn's text from the next, and keep stderr lines off its tail.
         if self._text_pending_newline:
-            self.out.write("\n")
-            self.out.flush()
+            self._write_out("\n")
             self._text_pending_newline = False
+
+    def _write_out(self, text: str) -> None:
+        """Write to stdout; once its reader is gone, the run goes on without printing."""
+        if self._out_gone:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except BrokenPipeError:
+            self._out_gone = True
+            # Point stdout at the null device, so the flush at exit does not fail again.
+            with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, self.out.fileno())
+                os.close(devnull)
 
     # --- stderr ---------------------------------------------------------------------------
 
@@ -130,15 +147,17 @@ class Renderer:
         self._end_text_line()
         if not diffs or (self.json_mode and self.quiet):
             return
-        target = self.err if self.json_mode else Console(file=self.out, highlight=False,
-                                                         soft_wrap=True)
-        for file in diffs:
-            for row in file.diff.splitlines():
-                style = ("green" if row.startswith("+") and not row.startswith("+++") else
-                         "red" if row.startswith("-") and not row.startswith("---") else
-                         "bold" if row.startswith(("+++", "---")) else
-                         "cyan" if row.startswith("@@") else "")
-                target.print(Text(row, style=style))
+        if self.json_mode:
+            for row in _diff_rows(diffs):
+                self.err.print(row)
+            return
+        # Rendered aside, then written by _write_out, which survives `| head`.
+        rendered = io.StringIO()
+        console = Console(file=rendered, highlight=False, soft_wrap=True,
+                          force_terminal=self.out.isatty())
+        for row in _diff_rows(diffs):
+            console.print(row)
+        self._write_out(rendered.getvalue())
 
     def summary(self, report: Report) -> None:
         """The closing lines: why it stopped, what it cost, which files changed and whether
@@ -190,11 +209,20 @@ class Renderer:
         text = json.dumps(report.to_dict(), ensure_ascii=False, indent=2)
         if redact is not None:
             text = redact(text)
-        self.out.write(text + "\n")
-        self.out.flush()
+        self._write_out(text + "\n")
 
     def close(self) -> None:
         self._stop_spinner()
+
+
+def _diff_rows(diffs: list[FileDiff]) -> Iterator[Text]:
+    for file in diffs:
+        for row in file.diff.splitlines():
+            style = ("green" if row.startswith("+") and not row.startswith("+++") else
+                     "red" if row.startswith("-") and not row.startswith("---") else
+                     "bold" if row.startswith(("+++", "---")) else
+                     "cyan" if row.startswith("@@") else "")
+            yield Text(row, style=style)
 
 
 def _preview(arguments: str) -> str:

@@ -207,8 +207,10 @@ class ExternalRunner:
 def _engine_stop(result: RunResult) -> tuple[StopReason, ErrorInfo | None]:
     if result.stop_reason == "error":
         error = result.error
+        # A stream cut mid-answer came from a server that was reachable: a backend error.
         reason: StopReason = ("backend-missing" if error is not None
-                              and error.kind in NO_BACKEND_KINDS else "backend-error")
+                              and error.kind in NO_BACKEND_KINDS and error.partial is None
+                              else "backend-error")
         if error is None:
             return reason, ErrorInfo(reason, result.error_message)
         return reason, ErrorInfo(error.kind, str(error), error.hint)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -25,7 +26,8 @@ CONTENT_PREVIEW = 2_000  # characters of a message shown by `show` (--json has e
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser("sessions", help="list this workspace's sessions, or show one")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--limit", type=int, default=50, help="most sessions listed (50)")
+    parser.add_argument("--limit", type=_positive_int, default=50,
+                        help="most sessions listed (50)")
     _add_cwd(parser)
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     show = actions.add_parser("show", help="print one session's messages")
@@ -33,6 +35,12 @@ def add_parser(commands: Any) -> None:
     show.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                       help="print one JSON object")
     _add_cwd(show)
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number above 0, got {text!r}")
+    return int(text)
 
 
 def _add_cwd(parser: argparse.ArgumentParser) -> None:
@@ -49,10 +57,15 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
             return exitcodes.USAGE
         _print_list([], args.json, workspace)
         return exitcodes.OK
-    with SessionStore(db, workspace_root=workspace) as store:
-        if args.action == "show":
-            return _show(store, args.session_id, args.json)
-        _print_list(store.list_sessions(limit=max(1, args.limit)), args.json, workspace)
+    try:
+        with SessionStore(db, workspace_root=workspace) as store:
+            if args.action == "show":
+                return _show(store, args.session_id, args.json)
+            _print_list(store.list_sessions(limit=args.limit), args.json, workspace)
+    except sqlite3.Error as exc:
+        print(f"agentls sessions: cannot read the session store {db}: {exc}. If it is "
+              "damaged, move it aside; the next run starts a new one.", file=sys.stderr)
+        return exitcodes.ARTIFACTS_UNWRITABLE
     return exitcodes.OK
 
 
@@ -91,20 +104,25 @@ def _print_list(sessions: list[SessionInfo], as_json: bool, workspace: Path) -> 
               f"{info.message_count:>4} msgs  {info.title or '(untitled)'}")
 
 
-def _find(store: SessionStore, wanted: str) -> SessionInfo | None:
+def _find(store: SessionStore, wanted: str) -> list[SessionInfo]:
+    """The session called ``wanted``, else every session whose id starts with it."""
     found = store.get_session(wanted)
     if found is not None:
-        return found
-    matches = [s for s in store.list_sessions(limit=10_000) if s.id.startswith(wanted.upper())]
-    return matches[0] if len(matches) == 1 else None
+        return [found]
+    return [s for s in store.list_sessions(limit=10_000) if s.id.startswith(wanted.upper())]
 
 
 def _show(store: SessionStore, wanted: str, as_json: bool) -> int:
-    info = _find(store, wanted)
-    if info is None:
+    found = _find(store, wanted)
+    if len(found) > 1:
+        print(f"agentls sessions: {wanted!r} is the start of {len(found)} sessions' ids; give "
+              "more of the id (see `agentls sessions`)", file=sys.stderr)
+        return exitcodes.USAGE
+    if not found:
         print(f"agentls sessions: no session {wanted!r} in this workspace (an id or a unique "
               "prefix); list them with `agentls sessions`", file=sys.stderr)
         return exitcodes.USAGE
+    info = found[0]
     history = store.history(info.id)
     if as_json:
         print(json.dumps({"session": session_dict(info),

@@ -63,6 +63,8 @@ class BackendError(Exception):
 
     @property
     def hint(self) -> str:
+        if self.kind == "connection" and self.partial is not None:
+            return "the server was reached but the answer was cut off; try again"
         return HINTS[self.kind]
 
     def __str__(self) -> str:

@@ -8,7 +8,10 @@ are stored. API keys are not part of the request and never reach the cache.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
+import sqlite3
 import threading
 import time
 from collections import OrderedDict
@@ -20,8 +23,24 @@ import diskcache
 
 from agentls.llm.messages import ChatRequest, ChatResponse, canonical_json
 
+log = logging.getLogger(__name__)
+
 _HITS = "agentls:stats:hits"
 _MISSES = "agentls:stats:misses"
+# What a damaged, locked or unwritable cache folder raises from diskcache.
+_DISK_ERRORS = (sqlite3.Error, OSError, diskcache.Timeout)
+
+
+class CacheUnavailable(Exception):
+    """The on-disk cache cannot be opened; the message says what to do."""
+
+    def __init__(self, directory: Path, cause: BaseException) -> None:
+        reason = getattr(cause, "strerror", None) or str(cause) or type(cause).__name__
+        super().__init__(
+            f"the response cache in {directory} cannot be used: {reason}. Run "
+            "`agentls cache clear` to start it afresh, or turn it off with "
+            "`agentls config set cache.enabled false`.")
+        self.directory = directory
 
 
 def request_key(
@@ -78,7 +97,11 @@ class ResponseCache:
     ) -> None:
         self.directory = directory
         self.ttl_s = ttl_s
-        self._disk = diskcache.Cache(str(directory), size_limit=max_mb * 1024 * 1024)
+        try:
+            self._disk = diskcache.Cache(str(directory), size_limit=max_mb * 1024 * 1024)
+        except _DISK_ERRORS as exc:
+            raise CacheUnavailable(directory, exc) from None
+        self._disk_failed = False  # after the first disk error only the memory level serves
         self._memory: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
         self._memory_entries = memory_entries
         self._lock = threading.Lock()
@@ -93,7 +116,12 @@ class ResponseCache:
                 self._memory.move_to_end(key)
                 self._count(_HITS)
                 return ChatResponse.from_dict(held[1], cached=True)
-        stored = self._disk.get(key, expire_time=True)
+        stored = None
+        if not self._disk_failed:
+            try:
+                stored = self._disk.get(key, expire_time=True)
+            except _DISK_ERRORS as exc:
+                self._disk_error(exc)
         data, expires = stored if isinstance(stored, tuple) else (None, None)
         if data is None:
             self._count(_MISSES)
@@ -107,9 +135,18 @@ class ResponseCache:
         if response.finish_reason not in ("stop", "tool_calls"):
             return
         data = response.to_dict()
-        expire = self.ttl_s or None
-        self._disk.set(key, data, expire=expire)
+        if not self._disk_failed:
+            try:
+                self._disk.set(key, data, expire=self.ttl_s or None)
+            except _DISK_ERRORS as exc:
+                self._disk_error(exc)
         self._remember(key, data, time.time() + self.ttl_s if self.ttl_s else 0)
+
+    def _disk_error(self, exc: BaseException) -> None:
+        # A cache must never fail a request: say so once, then answer from memory only.
+        self._disk_failed = True
+        log.warning("%s Answers are not cached on disk until then.",
+                    CacheUnavailable(self.directory, exc))
 
     def _remember(self, key: str, data: dict[str, Any], expires: float) -> None:
         if self._memory_entries <= 0:
@@ -126,10 +163,15 @@ class ResponseCache:
             self.flush_counts()
 
     def flush_counts(self) -> None:
-        for name, count in self._pending.items():
-            if count:
-                self._disk.incr(name, count, default=0)
-                self._pending[name] = 0
+        if self._disk_failed:
+            return
+        try:
+            for name, count in self._pending.items():
+                if count:
+                    self._disk.incr(name, count, default=0)
+                    self._pending[name] = 0
+        except _DISK_ERRORS as exc:
+            self._disk_error(exc)
 
     def stats(self) -> CacheStats:
         self.flush_counts()
@@ -137,7 +179,8 @@ class ResponseCache:
         hits = int(self._disk.get(_HITS, 0))
         misses = int(self._disk.get(_MISSES, 0))
         return CacheStats(
-            self._entry_count(),             int(self._disk.volume()),
+            self._entry_count(),
+            int(self._disk.volume()),
             hits,
             misses,
             str(self.directory),
@@ -157,4 +200,5 @@ class ResponseCache:
 
     def close(self) -> None:
         self.flush_counts()
-        self._disk.close()
+        with contextlib.suppress(*_DISK_ERRORS):
+            self._disk.close()

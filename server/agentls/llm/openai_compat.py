@@ -206,6 +206,13 @@ class OpenAICompatBackend:
         except (openai.APIError, httpx2.HTTPError) as exc:
             partial = assembler.response() if assembler.text or assembler.calls else None
             raise self._error(exc, partial=partial, mid_stream=partial is not None) from exc
+        except ValueError as exc:  # an event that is not JSON: a proxy's page, a broken server
+            partial = assembler.response() if assembler.text or assembler.calls else None
+            raise BackendError(
+                "server_error",
+                f"{self.config.base_url} sent a stream event that is not valid JSON ({exc})",
+                backend=self.name, partial=partial, retryable=partial is None,
+            ) from exc
         if assembler.finish_reason is None:
             # The server closed a well-formed stream without saying why it stopped.
             partial = assembler.response()
@@ -243,6 +250,14 @@ class OpenAICompatBackend:
             raw = await self._client.chat.completions.create(**params, stream=False)
         except (openai.APIError, httpx2.HTTPError) as exc:
             raise self._error(exc) from exc
+        if not getattr(raw, "choices", None):
+            # The SDK hands back the body as text when it is not JSON (an HTML error page).
+            said = " ".join(str(raw).split())[:160]
+            raise BackendError(
+                "server_error",
+                f"{self.config.base_url} did not answer with a chat completion: {said!r}",
+                backend=self.name, retryable=False,
+            )
         choice = raw.choices[0]
         calls = [
             ToolCall(c.id or f"call_{i}", c.function.name, c.function.arguments or "")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
 from agentls.config import Settings, api_key, user_cache_dir
 from agentls.llm.backend import BackendError
-from agentls.llm.cache import ResponseCache
+from agentls.llm.cache import CacheUnavailable, ResponseCache
 from agentls.llm.openai_compat import OpenAICompatBackend
 from agentls.llm.retry import RetryPolicy
+
+log = logging.getLogger(__name__)
 
 
 def open_cache(settings: Settings) -> ResponseCache:
@@ -42,8 +45,12 @@ class BackendPool:
     @property
     def cache(self) -> ResponseCache | None:
         if not self._cache_opened:
-            self._cache = open_cache(self.settings)
             self._cache_opened = True
+            try:
+                self._cache = open_cache(self.settings)
+            except CacheUnavailable as exc:
+                # Requests still work without a cache; say why they are not cached.
+                log.warning("%s Requests are sent without it.", exc)
         return self._cache
 
     def get(self, name: str | None = None) -> OpenAICompatBackend:
@@ -56,6 +63,15 @@ class BackendPool:
                 raise BackendError(
                     "bad_request",
                     f"no backend named {name!r} is configured (configured: {names})",
+                    backend=name,
+                )
+            if config.type != "openai":
+                # An agent CLI is no model server: sending it chat requests would go to its
+                # default base_url (api.openai.com) with our key.
+                raise BackendError(
+                    "bad_request",
+                    f"backend {name!r} is the {config.type} agent CLI, not a model server; "
+                    "use it with `agentls run` or `agentls loop`",
                     backend=name,
                 )
             self._backends[name] = OpenAICompatBackend(

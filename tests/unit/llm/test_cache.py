@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
-from agentls.llm.cache import ResponseCache, request_key
+import pytest
+
+from agentls.llm.cache import CacheUnavailable, ResponseCache, request_key
 from agentls.llm.messages import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
 
 
@@ -92,3 +95,33 @@ def test_clear_removes_entries_and_counters(tmp_path: Path) -> None:
     assert cache.clear() == 2
     stats = cache.stats()
     assert (stats.entries, stats.hits) == (0, 0)
+
+
+def damage(directory: Path) -> None:
+    for leftover in directory.glob("cache.db*"):
+        leftover.unlink()
+    (directory / "cache.db").write_bytes(b"not a database " * 100)
+
+
+def test_a_damaged_cache_cannot_be_opened_and_says_what_to_do(tmp_path: Path) -> None:
+    tmp_path.mkdir(exist_ok=True)
+    damage(tmp_path)
+    with pytest.raises(CacheUnavailable, match="agentls cache clear") as info:
+        ResponseCache(tmp_path)
+    assert info.value.directory == tmp_path
+
+
+def test_disk_failing_after_open_falls_back_to_memory_and_warns_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cache = ResponseCache(tmp_path)
+    cache.put("a", response())
+    cache._disk.close()
+    damage(tmp_path)  # diskcache reconnects on the next use and finds garbage
+    with caplog.at_level(logging.WARNING, logger="agentls.llm.cache"):
+        assert cache.get("missing") is None
+        cache.put("b", response())
+        assert cache.get("a") is not None and cache.get("b") is not None
+        cache.close()
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "agentls cache clear" in warnings[0].getMessage()
