@@ -65,10 +65,13 @@ class BackendConfig(BaseModel):
     )
     model: str = Field("gpt-4o-mini", description="Model name sent with each request.",
                        examples=["gpt-4o-mini"])
+    # No default key: a backend you add must name its own variable, so your OpenAI key is
+    # never sent to some other host by accident. The built-in `openai` backend names it.
     api_key_env: str | None = Field(
-        "OPENAI_API_KEY",
-        description="Name of the environment variable holding the API key; `none` when the "
-        "server needs no key. The key itself is never stored in a config file.",
+        None,
+        description="Name of the environment variable holding the API key (the built-in "
+        "`openai` backend: OPENAI_API_KEY); `none` when the server needs no key. The key "
+        "itself is never stored in a config file.",
         examples=["OPENAI_API_KEY"],
     )
     context_max_tokens: int = Field(128_000, gt=0, description="Context window of the model.",
@@ -120,7 +123,7 @@ class CompactionConfig(BaseModel):
 
 def default_backends() -> dict[str, BackendConfig]:
     return {
-        "openai": BackendConfig(),
+        "openai": BackendConfig(api_key_env="OPENAI_API_KEY"),
         "ollama": BackendConfig(base_url="http://localhost:11434/v1", model="qwen2.5-coder",
                                 api_key_env=None, context_max_tokens=32_768),
         "vllm": BackendConfig(base_url="http://localhost:8000/v1", model="Qwen/Qwen2.5-Coder-7B",

@@ -227,6 +227,18 @@ def test_yes_approves_ask_permissions(server: ReplayServer, env: dict[str, str],
     assert "approved by --yes: Run `echo approved-run`?" in done.stderr
 
 
+def test_yes_approves_on_a_session_a_ci_run_created(
+        server: ReplayServer, env: dict[str, str], project: Path, prompt: Path) -> None:
+    server.load(shell_steps("echo first"))
+    first = run(prompt, project, env, "--json")  # no TTY, no --yes: an automation session
+    session = json.loads(first.stdout)["sessionId"]
+    server.load(shell_steps("echo second"))
+    done = run(prompt, project, env, "--session", session, "--yes")
+    assert done.returncode == 0, done.stderr
+    result = tool_results(server.requests[-1].body)["s1"]
+    assert result["ok"] and "second" in result["stdout"]
+
+
 # --- artifacts -----------------------------------------------------------------------------------
 
 

@@ -295,3 +295,185 @@ async def test_permissions_come_from_the_settings(harness: Harness) -> None:
     ]})
     await harness.run("read it")
     assert tool_results(harness.server.requests[1].body)["r1"]["error"] == "USER_REJECTED"
+
+
+async def test_context_too_long_trim_is_kept_for_the_next_steps(harness: Harness) -> None:
+    sid = harness.session()
+    harness.server.load({"steps": [{"times": 6, "reply": {"text": "ok " * 50}}]})
+    for i in range(6):
+        await harness.run(f"question {i} " + "filler " * 200, session_id=sid)
+    harness.server.load({"steps": [
+        {"error": {"status": 400, "body": {"error": {
+            "message": "This model's maximum context length is 100 tokens.",
+            "code": "context_length_exceeded"}}}},
+        {"match": {"tool_results": False}, "reply": {"tool_calls": [
+            call("read_file", "r1", path="README.md")]}},
+        {"match": {"tool": "read_file"}, "reply": {"text": "fits now"}},
+    ]})
+    before = len(harness.server.requests)
+    result, _ = await harness.run("last question", session_id=sid)
+    assert result.stop_reason == "done" and result.text == "fits now"
+    sent = harness.server.requests[before:]
+    assert [r.status for r in sent] == [400, 200, 200]
+    contents = [json.dumps(r.body["messages"]) for r in sent]
+    assert "question 0 " in contents[0] and "question 0 " not in contents[1]
+    # The next step sends no more of the history than the server accepted, though the
+    # estimate alone says it all fits: the model is not refused again at every step.
+    assert "question 0 " not in contents[2]
+    assert len(sent[2].body["messages"]) <= len(sent[1].body["messages"]) + 2
+
+
+async def test_same_words_before_different_calls_are_progress(harness: Harness) -> None:
+    # One step's calls differ from the next one's: read, list, read, then the answer.
+    harness.server.load({"steps": [
+        {"match": {"tool_results": False}, "reply": {"text": "Let me read the next file.",
+                                                     "tool_calls": [call("read_file", "a",
+                                                                         path="README.md")]}},
+        {"match": {"tool": "read_file", "user": "/read/"}, "times": 1, "reply": {
+            "text": "Let me read the next file.",
+            "tool_calls": [call("read_file", "b", path="src/calc.py")]}},
+        {"match": {"tool": "read_file"}, "times": 1, "reply": {
+            "text": "Let me read the next file.",
+            "tool_calls": [call("read_file", "c", path="src/main.py")]}},
+        {"match": {"tool": "read_file"}, "reply": {"text": "All read."}},
+    ]})
+    result, _ = await harness.run("read everything")
+    assert result.stop_reason == "done" and result.iterations == 4
+
+
+async def test_yes_approves_in_automation_mode_but_nobody_answers_questions(
+    harness: Harness
+) -> None:
+    asked: list[str] = []
+
+    class PreApproved(RecordingFrontend):
+        preapproved = True  # `agentls run --yes`
+
+        async def confirm(self, request: ApprovalRequest) -> Any:
+            return "allow_once"
+
+        async def ask(self, question: str, options: list[str]) -> str | None:
+            asked.append(question)
+            return options[0]
+
+    class Prompting(RecordingFrontend):
+        async def confirm(self, request: ApprovalRequest) -> Any:
+            asked.append(request.title)
+            return "allow_once"
+
+    harness.server.load({"steps": [
+        {"match": {"tool_results": False}, "times": 2, "reply": {"tool_calls": [
+            call("shell_exec", "s1", command="echo hi"),
+            call("ask_user", "q1", question="Which?", options=["a", "b"])]}},
+        {"match": {"tool_results": True}, "times": 2, "reply": {"text": "ok"}},
+    ]})
+    sid = harness.session("automation")
+    await harness.run("go", session_id=sid, frontend=PreApproved(interactive=True))
+    results = tool_results(harness.server.requests[1].body)
+    assert results["s1"]["ok"] and "hi" in json.dumps(results["s1"])
+    assert results["q1"]["error"] == "NO_ONE_TO_ASK" and asked == []
+
+    await harness.run("go", session_id=sid, frontend=Prompting(interactive=True))
+    results = tool_results(harness.server.requests[3].body)
+    assert results["s1"]["error"] == "USER_REJECTED" and asked == []  # automation never asks
+
+
+async def test_cancel_during_tools_keeps_the_results_of_calls_that_ran(
+    harness: Harness
+) -> None:
+    harness.server.load({"steps": [
+        {"match": {"tool_results": False}, "reply": {"tool_calls": [
+            call("write_file", "w1", path="new.py", content="x = 1\n"),
+            call("shell_exec", "s1", command="make build")]}},
+    ]})
+    waiting = asyncio.Event()
+
+    class Hanging(RecordingFrontend):
+        async def confirm(self, request: ApprovalRequest) -> Any:
+            waiting.set()
+            await asyncio.Event().wait()  # the person never answers
+
+    sid = harness.session()
+    task = asyncio.create_task(harness.agent.run(sid, RunRequest("build"),
+                                                 Hanging(interactive=True),
+                                                 Workspace([harness.root]), run_id="r-2"))
+    await waiting.wait()
+    assert harness.agent.cancel("r-2")
+    result = await task
+    assert result.stop_reason == "cancelled" and not result.send_changes
+    stored = {m.message.tool_call_id: json.loads(m.message.content or "{}")
+              for m in harness.store.history(sid) if m.message.role == "tool"}
+    assert stored["w1"]["ok"] is True  # it did run: its result is not "not run"
+    assert stored["s1"]["error"] == "NOT_RUN"
+
+
+async def test_an_unexpected_failure_ends_the_run_with_an_error(harness: Harness) -> None:
+    harness.server.load({"steps": [
+        {"match": {"user": "choose"}, "reply": {"tool_calls": [
+            call("ask_user", "q1", question="Which?", options=["a", "b"])]}},
+        {"match": {"user": "again"}, "reply": {"text": "fine"}},
+    ]})
+
+    class Broken(RecordingFrontend):
+        async def ask(self, question: str, options: list[str]) -> str | None:
+            raise RuntimeError("the front-end broke")
+
+    sid = harness.session()
+    result, front = await harness.run("choose", session_id=sid, frontend=Broken(interactive=True))
+    assert result.stop_reason == "error" and "the front-end broke" in result.error_message
+    assert [e.kind for e in front.events][-2:] == ["error", "done"]
+    follow, _ = await harness.run("again", session_id=sid)  # the session is still valid
+    assert follow.stop_reason == "done"
+    results = tool_results(harness.server.requests[-1].body)
+    assert results["q1"]["error"] == "NOT_RUN"
+
+
+async def test_a_failed_compaction_falls_back_to_trimming(harness: Harness) -> None:
+    from agentls.llm.messages import Message
+
+    sid = harness.session()
+    for i in range(70):
+        harness.store.append(sid, Message.user(f"turn {i}"))
+        harness.store.append(sid, Message.assistant(f"reply {i}"))
+    harness.server.load({"steps": [
+        {"match": {"stream": False}, "error": {"status": 500}},
+        {"reply": {"text": "continuing"}},
+    ]})
+    result, _ = await harness.run("go on", session_id=sid)
+    assert result.stop_reason == "done" and result.text == "continuing"
+    assert not any(m.kind == "summary" for m in harness.store.history(sid))
+
+
+async def test_the_compaction_transcript_fits_a_small_model(harness: Harness) -> None:
+    from agentls.llm.messages import Message
+    from tests.engine.conftest import settings_for
+
+    harness.agent.settings = settings_for(harness.server, context_max_tokens=4_000)
+    sid = harness.session()
+    for i in range(70):
+        harness.store.append(sid, Message.user(f"turn {i} " + "words " * 100))
+        harness.store.append(sid, Message.assistant(f"reply {i} " + "words " * 100))
+    harness.server.load({"steps": [
+        {"match": {"stream": False}, "reply": {"text": "summary"}},
+        {"reply": {"text": "continuing"}},
+    ]})
+    result, _ = await harness.run("go on", session_id=sid)
+    assert result.stop_reason == "done"
+    compaction = next(r for r in harness.server.requests if not r.body.get("stream"))
+    transcript = compaction.body["messages"][-1]["content"]
+    assert len(transcript) < 4_000 * 3 // 2 + 200 and compaction.body["max_tokens"] <= 1_000
+
+
+async def test_only_recent_sessions_stay_in_memory(harness: Harness,
+                                                   monkeypatch: Any) -> None:
+    from agentls.engine import agent as agent_module
+
+    monkeypatch.setattr(agent_module, "MAX_SESSION_STATES", 2)
+    harness.server.load({"steps": [{"times": "*", "reply": {"text": "hi"}}]})
+    sessions = [harness.session() for _ in range(3)]
+    for sid in sessions:
+        await harness.run("hello", session_id=sid)
+    assert list(harness.agent._sessions) == sessions[1:]  # a server would grow forever
+    again, _ = await harness.run("hello again", session_id=sessions[0])
+    assert again.stop_reason == "done"
+    assert list(harness.agent._sessions) == [sessions[2], sessions[0]]

@@ -47,7 +47,8 @@ async def make_backend(
         *, cache: ResponseCache | None = None, base_url: str | None = None,
         api_key: str | None = "sk-test", model: str = "scripted-model",
     ) -> OpenAICompatBackend:
-        config = BackendConfig(base_url=base_url or server.base_url, model=model)
+        config = BackendConfig(base_url=base_url or server.base_url, model=model,
+                               api_key_env="OPENAI_API_KEY")
         backend = OpenAICompatBackend(
             "scripted", config, api_key=api_key, cache=cache,
             retry=RetryPolicy(sleep=clock.sleep, jitter=lambda: 0.0),

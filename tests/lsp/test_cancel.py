@@ -12,7 +12,7 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcRequestCancelled
 
 from agentls.devtools.replay import ReplayServer
-from tests.lsp.conftest import AgentClient, Event, call
+from tests.lsp.conftest import AgentClient, Event, call, last_user_message
 
 LONG_TEXT = "".join(f"word{i} " for i in range(600))  # about 30 s at the pace below
 
@@ -44,6 +44,9 @@ async def assert_stopped_early(client: AgentClient, model: ReplayServer, run_id:
     sent = model.requests[-1].body["messages"]
     closed = [m for m in sent if m["role"] == "tool" and m.get("tool_call_id") == "w1"]
     assert len(closed) == 1  # the history the model sees next is consistent
+    # new.py was written into the dropped ChangeSet: the model must not think it exists.
+    assert "cancelled the run before they were shown" in last_user_message(
+        model.requests[-1].body)
 
 
 async def test_cancel_request_stops_the_run(client: AgentClient, model: ReplayServer,

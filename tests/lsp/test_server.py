@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
 from pytest_lsp import client_capabilities
 
 from agentls.devtools.replay import ReplayServer
@@ -90,3 +91,22 @@ def test_start_up_imports_neither_openai_nor_pydantic_nor_sqlite() -> None:
     output = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                             check=True).stdout
     assert output.strip() == "[]"
+
+
+async def test_an_unusable_state_folder_is_an_error_that_says_what_to_do(
+        bare_client: AgentClient, model: ReplayServer, project: Path) -> None:
+    (project / ".agentls").write_text("not a folder\n")  # so .agentls/state.db cannot exist
+    await initialize(bare_client, client_capabilities("neovim"), project, options_for(model))
+
+    try:
+        await bare_client.chat("hello")
+    except JsonRpcException as exc:
+        message = str(exc)
+    else:
+        raise AssertionError("the chat should have been refused")
+
+    assert "cannot open its session store" in message and ".agentls" in message
+    (project / ".agentls").unlink()
+    model.load({"steps": [{"reply": {"text": "Works now."}}]})
+    result = await bare_client.chat("hello")  # nothing was cached: the next request retries
+    assert result["text"] == "Works now."

@@ -294,3 +294,12 @@ def test_cli_set_workspace_needs_an_existing_folder(tmp_path: Path) -> None:
     made = run_cli("config", "set", "--workspace", "max_iterations", "3", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     assert (tmp_path / ".agentls" / ".gitignore").read_text() == "*\n"
+
+
+def test_a_backend_you_add_gets_no_key_unless_it_names_one(tmp_path: Path) -> None:
+    env = {"AGENTLS_BACKENDS__WORK__BASE_URL": "https://llm.example.com/v1",
+           "OPENAI_API_KEY": "sk-openai-only"}
+    settings = config.load(tmp_path, env=env).settings
+    assert settings.backends["work"].api_key_env is None
+    assert config.api_key(settings.backends["work"], env) is None
+    assert config.api_key(settings.backends["openai"], env) == "sk-openai-only"

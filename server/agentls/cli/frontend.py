@@ -84,6 +84,7 @@ class TerminalFrontend:
         self.yes = yes
         self.prompt = prompt
         self.interactive = yes or prompt is not None
+        self.preapproved = yes  # --yes approves `ask` calls even in an automation session
         self._record = record
 
     def on_event(self, event: Event) -> None:

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,8 @@ from agentls.engine.events import (
     ToolResultEvent,
 )
 from agentls.engine.history import (
+    SUMMARY_MAX_TOKENS,
+    TRANSCRIPT_CHARS,
     TrimResult,
     apply_summary,
     compaction_request,
@@ -54,7 +57,7 @@ from agentls.llm.messages import (
     ToolSpec,
     Usage,
 )
-from agentls.tools.changeset import ChangeSet
+from agentls.tools.changeset import ChangeSet, ChangeSummary, FileDiff
 from agentls.tools.output import fail, ok, to_json
 from agentls.tools.permissions import (
     ApprovalAnswer,
@@ -70,6 +73,9 @@ log = logging.getLogger(__name__)
 StopReason = Literal["done", "max_iterations", "timeout", "cancelled", "no_progress", "error"]
 
 MAX_LENGTH_CONTINUATIONS = 2
+# Sessions whose prompt levels and approvals stay in memory; a long-lived server creates a
+# session per chat and per code action, so the oldest are forgotten (and rebuilt if used).
+MAX_SESSION_STATES = 64
 # A new session reuses the project facts another session gathered this recently (gathering
 # walks the tree and runs git: tens of milliseconds on a big repository).
 FACTS_MAX_AGE_S = 60.0
@@ -125,6 +131,7 @@ class RunResult:
     error_message: str = ""
     commands: list[tuple[str, int | None]] = field(default_factory=list)
     actions_message_id: int | None = None
+    diffs: list[FileDiff] = field(default_factory=list)  # of the changes to send, if any
 
 
 @dataclass
@@ -149,7 +156,7 @@ class _Run:
         self.usage = Usage()
         self.iterations = 0
         self.signatures: list[tuple[tuple[str, str], ...]] = []
-        self.answers: list[str] = []
+        self.answers: list[tuple[str, tuple[tuple[str, str], ...]]] = []
         self.commands: list[tuple[str, int | None]] = []
         self.open_calls: list[ToolCall] = []  # calls stored without results yet
 
@@ -171,7 +178,7 @@ class Agent:
         self.estimator = estimator or TokenEstimator()
         self._policy = policy  # None: the settings' `permissions`, read at each run
         self.queue = SessionQueue(queue_limit)
-        self._sessions: dict[str, _SessionState] = {}
+        self._sessions: OrderedDict[str, _SessionState] = OrderedDict()
         self._tasks: dict[str, asyncio.Task[RunResult]] = {}
         self._facts: dict[tuple[Path, ...], tuple[float, context.ProjectFacts,
                                                    context.Instructions]] = {}
@@ -244,25 +251,29 @@ class Agent:
         session = self.store.get_session(session_id)
         if session is None:
             raise KeyError(f"no session {session_id!r}")
-        state = self._sessions.setdefault(session_id, _SessionState())
-        run = _Run(run_id, session, self._request_history(session_id))
+        state = self._session_state(session_id)
+        run = _Run(run_id, session, [])
         stop: StopReason = "done"
         error: BackendError | None = None
         error_message = ""
+        hint = ""
         timeout = request.timeout_s or self.settings.timeout_ms / 1000
         try:
             async with asyncio.timeout(timeout):
+                # A long session is megabytes of stored JSON: read it off the event loop.
+                run.history, seqs = await asyncio.to_thread(self._request_history, session_id)
                 backend: Backend = self.backends.get(session.backend)
                 if not state.system:  # levels 1-3: once per session, then never changed
                     state.facts, state.instructions = await self.project_context(workspace)
                     state.system = context.system_messages(state.facts, state.instructions)
-                run.history = await self._maybe_compact(session, backend, run.history)
+                run.history = await self._maybe_compact(session, backend, run.history, seqs)
                 prompt = request.prompt
                 if request.notes:
                     notes = "\n".join(f"[AgentLS note: {note}]" for note in request.notes)
                     prompt = f"{notes}\n\n{prompt}"
-                turn = context.render_turn(
-                    prompt, request.attachments, workspace, state.facts,
+                # Attached files are read and measured: off the event loop too.
+                turn = await asyncio.to_thread(
+                    context.render_turn, prompt, request.attachments, workspace, state.facts,
                     self.estimator.count_text, instructions=state.instructions,
                 )
                 for note in turn.notes:
@@ -272,29 +283,40 @@ class Agent:
         except TimeoutError:
             stop = "timeout"
             error_message = f"the run took longer than {timeout:g} s"
+            hint = "raise timeout_ms or split the task"
         except asyncio.CancelledError:
             stop = "cancelled"
         except BackendError as exc:
             stop, error, error_message = "error", exc, str(exc)
             if exc.partial is not None and exc.partial.text:
                 self._append(run, Message.assistant(exc.partial.text))
+        except Exception as exc:  # a bug must end the run with a result, not leave it hanging
+            log.exception("run %s failed", run_id)
+            stop, error_message = "error", f"AgentLS failed unexpectedly: {exc}"
+            hint = "see the AgentLS log; the session is kept, so you can ask again"
         finally:
             self._close_open_calls(run, stop)
 
         if stop in ("error", "timeout"):
             frontend.on_event(ErrorEvent(
                 message=error_message, error_kind=error.kind if error else stop,
-                hint=error.hint if error else "raise timeout_ms or split the task"))
+                hint=error.hint if error else hint))
         changeset = workspace.changeset
+        diffs: list[FileDiff] = []
+        if stop != "cancelled":
+            try:  # diffing big files takes a while: not on the event loop
+                diffs = await asyncio.to_thread(changeset.diff)
+            except asyncio.CancelledError:  # cancelled again while finishing: nothing is sent
+                stop = "cancelled"
         send = stop != "cancelled"
-        actions_id = self._record_actions(run, changeset, send, workspace)
-        if send and not changeset.is_empty():
-            frontend.on_event(self._edit_event(changeset, workspace))
+        actions_id = self._record_actions(run, diffs, workspace)
+        if diffs:
+            frontend.on_event(_edit_event(diffs, workspace))
         text = "".join(run.text_parts)
         frontend.on_event(DoneEvent(stop_reason=stop, text=text))
         return RunResult(
             run_id, session_id, stop, text, changeset, run.usage, run.iterations, send,
-            error, error_message, run.commands, actions_id,
+            error, error_message, run.commands, actions_id, diffs,
         )
 
     async def _loop(
@@ -307,12 +329,15 @@ class Agent:
         state: _SessionState,
     ) -> StopReason:
         automation = run.session.mode == "automation" or not frontend.interactive
+        # A front-end the person approved in advance (`--yes`) answers without asking anyone,
+        # so automation runs honour it too; questions (ask_user) still go unanswered.
+        approves = not automation or bool(getattr(frontend, "preapproved", False))
         toolbox = ToolBox(
             ToolContext(
                 workspace,
                 policy=self._policy or self.settings.permissions,
                 grants=state.grants,
-                confirm=None if automation else _confirm(frontend),
+                confirm=_confirm(frontend) if approves else None,
                 api_key_env=self.settings.active_backend.api_key_env or "OPENAI_API_KEY",
                 tool_timeout_s=self.settings.tool_timeout_s,
             ),
@@ -333,8 +358,11 @@ class Agent:
             # Passing the previous trim keeps the start of the request put: prefix caches hit.
             trimmed = trim_for_budget(state.system, run.history, [], budget, self.estimator, key,
                                       tools=specs, previous=trimmed)
-            response = await self._ask_model(run, backend, trimmed, specs, request, frontend, key,
-                                              state)
+            response, sent = await self._ask_model(run, backend, trimmed, specs, request,
+                                                   frontend, key, state)
+            if sent is not trimmed:  # refused as too long: what was accepted is the budget now
+                budget = min(budget, sent.estimated_tokens)
+            trimmed = sent
             self._append(run, Message.assistant(response.text or None, response.tool_calls))
             run.text_parts.append(response.text)
 
@@ -343,13 +371,13 @@ class Agent:
                     continuations += 1
                     self._append(run, Message.user(CONTINUE_PROMPT))
                     continue
-                if self._repeated_answer(run, response.text):
+                if self._repeated_answer(run, response.text, ()):
                     return "no_progress"
                 return "done"
 
             if self._repeated_calls(run, response.tool_calls):
                 return "no_progress"
-            if self._repeated_answer(run, response.text):
+            if self._repeated_answer(run, response.text, response.tool_calls):
                 return "no_progress"
             cut_off = response.finish_reason == "length"
             await self._run_tools(run, response.tool_calls, toolbox, frontend, automation,
@@ -361,13 +389,15 @@ class Agent:
         self,
         run: _Run,
         backend: Backend,
-        trimmed: Any,
+        trimmed: TrimResult,
         specs: list[ToolSpec],
         request: RunRequest,
         frontend: Frontend,
         key: tuple[str, str],
         state: _SessionState,
-    ) -> ChatResponse:
+    ) -> tuple[ChatResponse, TrimResult]:
+        """The model's answer, and the trim it answered (a harder one after the server
+        refused ``trimmed`` as too long)."""
         def on_retry(notice: RetryNotice) -> None:
             frontend.on_event(RetryEvent(attempt=notice.attempt, max_retries=notice.max_retries,
                                          delay=notice.delay, reason=notice.reason))
@@ -392,14 +422,18 @@ class Agent:
                 if exc.kind != "context_too_long" or shrunk:
                     raise
                 shrunk = True  # trim harder once, then give up with the server's message
-                trimmed = trim_harder(state.system, run.history, [], trimmed, self.estimator,
-                                      key, tools=specs)
+                harder = trim_harder(state.system, run.history, [], trimmed, self.estimator,
+                                     key, tools=specs)
+                if (harder.dropped_count, harder.cut_tool_results) == (
+                        trimmed.dropped_count, trimmed.cut_tool_results):
+                    raise  # only what must be sent is left: the same request would fail again
+                trimmed = harder
                 continue
             run.usage = run.usage + response.usage
             if not response.cached and response.usage.prompt_tokens:
                 self.estimator.observe_request(key, chat.messages, specs,
                                                response.usage.prompt_tokens)
-            return response
+            return response, trimmed
 
     async def _run_tools(
         self,
@@ -414,27 +448,33 @@ class Agent:
         results: dict[str, str] = {}
         batch: list[ToolCall] = []
 
+        async def run_call(call: ToolCall) -> None:
+            results[call.id] = await self._call(call, toolbox, frontend, automation, run)
+
         async def flush() -> None:
-            outcomes = await asyncio.gather(*(self._call(c, toolbox, frontend, automation, run)
-                                              for c in batch))
-            results.update(zip((c.id for c in batch), outcomes, strict=True))
+            await asyncio.gather(*(run_call(c) for c in batch))
             batch.clear()
 
-        for call in calls:
-            frontend.on_event(ToolCallStarted(call_id=call.id, name=call.name,
-                                              arguments=call.arguments))
-            if cut_off and _truncated(call):
-                results[call.id] = to_json(fail("CUT_OFF", CUT_OFF_CALL))
-                frontend.on_event(ToolResultEvent(call_id=call.id, name=call.name, ok=False,
-                                                  summary="cut off at the output limit"))
-            elif toolbox.is_read_only(call.name) or call.name not in toolbox.names():
-                batch.append(call)
-            else:
-                await flush()
-                results[call.id] = await self._call(call, toolbox, frontend, automation, run)
-        await flush()
-        for call in calls:
-            self._append(run, Message.tool(call.id, results[call.id], call.name))
+        try:
+            for call in calls:
+                frontend.on_event(ToolCallStarted(call_id=call.id, name=call.name,
+                                                  arguments=call.arguments))
+                if cut_off and _truncated(call):
+                    results[call.id] = to_json(fail("CUT_OFF", CUT_OFF_CALL))
+                    frontend.on_event(ToolResultEvent(call_id=call.id, name=call.name, ok=False,
+                                                      summary="cut off at the output limit"))
+                elif toolbox.is_read_only(call.name) or call.name not in toolbox.names():
+                    batch.append(call)
+                else:
+                    await flush()
+                    await run_call(call)
+            await flush()
+        finally:
+            # Stopped midway (timeout, cancel), the calls that did run keep their results: the
+            # ChangeSet holds their edits. _close_open_calls answers the others.
+            for call in calls:
+                if call.id in results:
+                    self._append(run, Message.tool(call.id, results[call.id], call.name))
 
     async def _call(self, call: ToolCall, toolbox: ToolBox, frontend: Frontend,
                     automation: bool, run: _Run) -> str:
@@ -491,35 +531,58 @@ class Agent:
             self._append(run, Message.tool(
                 call.id, to_json(fail("NOT_RUN", f"Not run: {reason}.")), call.name))
 
-    def _request_history(self, session_id: str) -> list[Message]:
-        """The stored conversation as requests see it: the latest summary, then what follows."""
+    def _session_state(self, session_id: str) -> _SessionState:
+        state = self._sessions.pop(session_id, None) or _SessionState()
+        self._sessions[session_id] = state  # the most recently used last
+        while len(self._sessions) > MAX_SESSION_STATES:
+            self._sessions.popitem(last=False)
+        return state
+
+    def _request_history(self, session_id: str) -> tuple[list[Message], list[int | None]]:
+        """The stored conversation as requests see it: the latest summary, then what follows;
+        with each message's ``seq`` in the store (None for the summary and for results added
+        here for calls the store left unanswered)."""
         stored = self.store.history(session_id)
         summary_at = max((i for i, m in enumerate(stored) if m.kind == "summary"), default=None)
-        messages: list[Message] = []
+        entries: list[tuple[Message, int | None]] = []
         start = 0
         if summary_at is not None:
             summary = stored[summary_at]
-            messages.append(summary.message)
+            entries.append((summary.message, None))
             through = int(summary.metadata.get("through_seq", summary.seq))
             start = next((i for i, m in enumerate(stored) if m.seq > through), len(stored))
-        messages.extend(m.message for m in stored[start:] if m.kind == "message")
-        return _answer_orphans(messages)
+        entries.extend((m.message, m.seq) for m in stored[start:] if m.kind == "message")
+        answered = _answer_orphans(entries)
+        return [m for m, _ in answered], [seq for _, seq in answered]
 
     async def _maybe_compact(self, session: SessionInfo, backend: Backend,
-                             history: list[Message]) -> list[Message]:
+                             history: list[Message], seqs: list[int | None]) -> list[Message]:
+        """Summarise the older part of a long history; the summary's ``through_seq`` marks the
+        last stored message it stands for, so the next load starts after it."""
         limit = self.settings.compaction.max_messages
         if not needs_compaction(history, max_messages=limit):
             return history
         split = compaction_split(history)
         if split <= 0:
             return history
-        response = await backend.complete(compaction_request(history[:split]))
+        window = self._context_tokens(backend)
+        # The transcript must fit the model too: about three characters per token of half the
+        # window, and the summary at most a quarter of it.
+        ask = compaction_request(history[:split],
+                                 max_transcript_chars=min(TRANSCRIPT_CHARS, window * 3 // 2),
+                                 max_summary_tokens=min(SUMMARY_MAX_TOKENS, window // 4))
+        try:
+            response = await backend.complete(ask)
+        except BackendError as exc:  # trimming still keeps the request within the budget
+            log.warning("compacting session %s failed, trimming instead: %s", session.id, exc)
+            return history
         if not response.text.strip():
             return history
         compacted = apply_summary(history, response.text, split)
-        stored = self.store.history(session.id)
-        kept = len(compacted) - 1
-        through = stored[-kept - 1].seq if 0 < kept < len(stored) else stored[-1].seq
+        kept = seqs[len(history) - (len(compacted) - 1):]
+        first_kept = next((seq for seq in kept if seq is not None), None)
+        through = (first_kept - 1 if first_kept is not None
+                   else max((seq for seq in seqs if seq is not None), default=0))
         self.store.append(session.id, summary_message(response.text), kind="summary",
                           metadata={"through_seq": through})
         return compacted
@@ -533,28 +596,29 @@ class Agent:
         recent = run.signatures[-NO_PROGRESS_REPEATS:]
         return len(recent) == NO_PROGRESS_REPEATS and len(set(recent)) == 1
 
-    def _repeated_answer(self, run: _Run, text: str) -> bool:
+    def _repeated_answer(self, run: _Run, text: str, calls: Sequence[ToolCall]) -> bool:
+        """The same output (text and calls together) three times: the same words before
+        different calls are progress ("Let me read the next file.")."""
         if not text.strip():
             return False
-        run.answers.append(text.strip())
+        run.answers.append((text.strip(), tuple(sorted((c.name, c.arguments) for c in calls))))
         recent = run.answers[-NO_PROGRESS_REPEATS:]
         return len(recent) == NO_PROGRESS_REPEATS and len(set(recent)) == 1
 
-    def _record_actions(self, run: _Run, changeset: ChangeSet, sent: bool,
+    def _record_actions(self, run: _Run, diffs: Sequence[FileDiff],
                         workspace: Workspace) -> int | None:
         parts = []
-        if sent:
-            for diff in changeset.diff():
-                name = workspace.display_path(diff.path)
-                if diff.kind == "create":
-                    parts.append(f"created {name}")
-                elif diff.kind == "delete":
-                    parts.append(f"deleted {name}")
-                elif diff.kind == "rename":
-                    old = workspace.display_path(diff.old_path or diff.path)
-                    parts.append(f"renamed {old} to {name}")
-                else:
-                    parts.append(f"edited {name} (+{diff.insertions} −{diff.deletions})")
+        for diff in diffs:
+            name = workspace.display_path(diff.path)
+            if diff.kind == "create":
+                parts.append(f"created {name}")
+            elif diff.kind == "delete":
+                parts.append(f"deleted {name}")
+            elif diff.kind == "rename":
+                old = workspace.display_path(diff.old_path or diff.path)
+                parts.append(f"renamed {old} to {name}")
+            else:
+                parts.append(f"edited {name} (+{diff.insertions} −{diff.deletions})")
         for command, code in run.commands:
             status = f"exit {code}" if code is not None else "did not finish"
             parts.append(f"ran {command} ({status})")
@@ -564,36 +628,51 @@ class Agent:
         return self.store.append(run.session.id, Message.assistant(text), kind="actions",
                                  metadata={"run_id": run.run_id, "applied": None})
 
-    def _edit_event(self, changeset: ChangeSet, workspace: Workspace) -> EditEvent:
-        files = tuple(
-            FileChangeInfo(workspace.display_path(d.path), d.kind, d.insertions, d.deletions,
-                           workspace.display_path(d.old_path) if d.old_path else None)
-            for d in changeset.diff()
-        )
-        return EditEvent(files=files, summary=str(changeset.summary()))
+
+def _edit_event(diffs: Sequence[FileDiff], workspace: Workspace) -> EditEvent:
+    files = tuple(
+        FileChangeInfo(workspace.display_path(d.path), d.kind, d.insertions, d.deletions,
+                       workspace.display_path(d.old_path) if d.old_path else None)
+        for d in diffs
+    )
+    summary = ChangeSummary(
+        files=len(diffs),
+        created=sum(d.kind == "create" for d in diffs),
+        updated=sum(d.kind == "update" for d in diffs),
+        deleted=sum(d.kind == "delete" for d in diffs),
+        renamed=sum(d.kind == "rename" for d in diffs),
+        insertions=sum(d.insertions for d in diffs),
+        deletions=sum(d.deletions for d in diffs),
+    )
+    return EditEvent(files=files, summary=str(summary))
 
 
-def _answer_orphans(messages: list[Message]) -> list[Message]:
+_Entry = tuple[Message, int | None]  # a message of the request history, its seq in the store
+
+
+def _answer_orphans(entries: list[_Entry]) -> list[_Entry]:
     """A process killed mid-tool leaves calls without results; providers refuse those, so the
-    request history answers them as interrupted (the store keeps what really happened)."""
-    out: list[Message] = []
+    request history answers them as interrupted, and leaves out results that answer no call
+    before them (two processes writing one session). The store keeps what really happened."""
+    out: list[_Entry] = []
     pending: list[ToolCall] = []
-    for message in messages:
-        if pending and message.role != "tool":
-            out.extend(_interrupted(pending))
-            pending = []
-        if message.role == "assistant" and message.tool_calls:
-            pending = list(message.tool_calls)
-        elif message.role == "tool":
+    for message, seq in entries:
+        if message.role == "tool":
+            if not any(c.id == message.tool_call_id for c in pending):
+                continue
             pending = [c for c in pending if c.id != message.tool_call_id]
-        out.append(message)
+        else:
+            out.extend(_interrupted(pending))
+            pending = list(message.tool_calls) if message.role == "assistant" else []
+        out.append((message, seq))
     out.extend(_interrupted(pending))
     return out
 
 
-def _interrupted(calls: Sequence[ToolCall]) -> list[Message]:
+def _interrupted(calls: Sequence[ToolCall]) -> list[_Entry]:
     return [
-        Message.tool(c.id, to_json(fail("NOT_RUN", "Not run: the run was interrupted.")), c.name)
+        (Message.tool(c.id, to_json(fail("NOT_RUN", "Not run: the run was interrupted.")),
+                      c.name), None)
         for c in calls
     ]
 

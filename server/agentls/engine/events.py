@@ -102,7 +102,12 @@ class ErrorEvent(Event):
 
 class Frontend(Protocol):
     """Where events go and who answers questions. ``interactive`` false means nobody can be
-    asked: approvals become denials and ``ask_user`` tells the model to decide itself."""
+    asked: approvals become denials and ``ask_user`` tells the model to decide itself.
+
+    A front-end may also set ``preapproved = True`` (read with ``getattr``, default False):
+    the person approved every ``ask`` in advance (``agentls run --yes``) and ``confirm``
+    answers without asking anyone, so it is used even in ``automation`` sessions, which
+    otherwise deny. Questions still go unanswered there."""
 
     interactive: bool
 

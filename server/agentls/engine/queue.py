@@ -38,7 +38,16 @@ class SessionQueue:
             await lock.acquire()
         finally:
             self._waiting[session_id] -= 1
+            self._forget_if_idle(session_id, lock)
         try:
             yield
         finally:
             lock.release()
+            self._forget_if_idle(session_id, lock)
+
+    def _forget_if_idle(self, session_id: str, lock: asyncio.Lock) -> None:
+        # A server lives long and makes a session per chat: drop what no one holds or awaits.
+        if not lock.locked() and not self._waiting.get(session_id):
+            self._waiting.pop(session_id, None)
+            if self._locks.get(session_id) is lock:
+                del self._locks[session_id]

@@ -230,9 +230,10 @@ async def _plan_edit(ls: AgentLanguageServer, spec: ActionSpec, target: ActionTa
                                                                  for p in stale)))
         return
     display = turn.workspace.display_path if turn.workspace is not None else str
-    plan = plan_workspace_edit(kept, ls.client_capabilities,
-                               position_encoding=ls.position_encoding, label="AgentLS",
-                               display=display)
+    # Minimal edits of a big file take a while: not on the event loop.
+    plan = await asyncio.to_thread(plan_workspace_edit, kept, ls.client_capabilities,
+                                   position_encoding=ls.position_encoding, label="AgentLS",
+                                   display=display)
     if plan.skipped:
         names = ", ".join(_display(ls, c.path) for c in plan.skipped)
         notes.append(f"this editor cannot create files through LSP, so {names} was left out")

@@ -9,6 +9,7 @@ A session created here is a row of ``.agentls/state.db``, the one the CLI reads.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -151,5 +152,6 @@ def setup(server: AgentLanguageServer) -> None:
             raise refused_error(exc) from None
         if host.store.get_session(session_id) is None:
             raise JsonRpcInvalidParams(str(SessionNotFound(session_id)))
-        return {"sessionId": session_id,
-                "messages": [message_payload(m) for m in host.store.history(session_id)]}
+        # A long session is megabytes of stored messages: read them off the event loop.
+        stored = await asyncio.to_thread(host.store.history, session_id)
+        return {"sessionId": session_id, "messages": [message_payload(m) for m in stored]}

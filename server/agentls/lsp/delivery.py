@@ -5,14 +5,18 @@ changed``) built by lsp/edits.py for this client's capabilities: versioned edits
 operations, ``needsConfirmation`` annotations where supported. Before that, every file is
 checked against the base the agent saw; if the person changed one meanwhile, nothing is
 sent. The editor's answer is stored on the run's ``actions`` message; a rejection, a stale
-file or a change the client could not receive becomes a note the model reads first on the
-session's next turn (kept in the session's metadata until then).
+file, a change the client could not receive or a run cancelled before its edit went out
+becomes a note the model reads first on the session's next turn (kept in the session's
+metadata until then).
+
+Until ``workspace/applyEdit`` is sent, delivery can be cancelled like the run; once it is
+out, the editor's answer is awaited and recorded even if the request goes away.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +35,8 @@ if TYPE_CHECKING:
     from agentls.tools.workspace import Workspace
 
 NOTES_KEY = "pending_notes"
+CANCELLED_NOTE = ("none of your changes from the last turn were applied: the person "
+                  "cancelled the run before they were shown, so the files are as they were")
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,17 @@ def add_notes(store: SessionStore, session_id: str, notes: Iterable[str]) -> Non
 
 
 # --- checks and the edit ---------------------------------------------------------------------
+
+
+def record_withdrawn(store: SessionStore, session_id: str, changeset: ChangeSet,
+                     actions_message_id: int | None = None) -> None:
+    """A cancelled run's changes were never sent: the model must not think them applied."""
+    if changeset.is_empty():
+        return
+    if actions_message_id is not None:
+        store.update_metadata(actions_message_id, applied=False,
+                              failure_reason="cancelled before it was sent")
+    add_notes(store, session_id, [CANCELLED_NOTE])
 
 
 def label_for(files: int) -> str:
@@ -107,8 +124,10 @@ def _changed_on_disk(checks: list[tuple[Path, Base]]) -> list[Path]:
 
 
 async def deliver(ls: AgentLanguageServer, store: SessionStore, session_id: str,
-                  result: RunResult, workspace: Workspace, frontend: LspFrontend) -> Delivery:
-    """Send the run's changes as one workspace/applyEdit and record what became of them."""
+                  result: RunResult, workspace: Workspace, frontend: LspFrontend,
+                  on_send: Callable[[], None] = lambda: None) -> Delivery:
+    """Send the run's changes as one workspace/applyEdit and record what became of them.
+    ``on_send`` is called when the edit goes out: from then on cancelling changes nothing."""
     changeset = result.changeset
 
     def names(paths: Iterable[Path]) -> str:
@@ -136,7 +155,7 @@ async def deliver(ls: AgentLanguageServer, store: SessionStore, session_id: str,
             "your changes from the last turn were not applied: the editor cannot receive "
             "edits. Show the person the changes as text instead."])
 
-    edit_plan = plan(ls, changeset, workspace)
+    edit_plan = await asyncio.to_thread(plan, ls, changeset, workspace)  # diffs: not on the loop
     skipped = tuple(change.path for change in edit_plan.skipped)
     notes: list[str] = []
     if skipped:
@@ -152,17 +171,24 @@ async def deliver(ls: AgentLanguageServer, store: SessionStore, session_id: str,
                                 skipped=skipped), notes)
 
     files = sum(1 for change in changeset.changes() if change.path not in skipped)
-    try:
-        response = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
-            edit=edit_plan.edit, label=label_for(files)))
-        applied, reason = bool(response.applied), response.failure_reason
-    except Exception as exc:  # the client answered with an error: nothing was applied
-        applied, reason = False, f"the editor failed to apply the edit: {exc}"
-    if not applied:
-        why = f" (the editor said: {reason})" if reason else ""
-        notes.append(f"the person rejected your changes to {names(sent_paths)}{why}; those "
-                     "files are as they were before your last turn.")
-    return _record(store, session_id, result, Delivery(applied, reason, skipped=skipped), notes)
+    params = lsp.ApplyWorkspaceEditParams(edit=edit_plan.edit, label=label_for(files))
+
+    async def send() -> Delivery:
+        try:
+            response = await ls.workspace_apply_edit_async(params)
+            applied, reason = bool(response.applied), response.failure_reason
+        except Exception as exc:  # the client answered with an error: nothing was applied
+            applied, reason = False, f"the editor failed to apply the edit: {exc}"
+        if not applied:
+            why = f" (the editor said: {reason})" if reason else ""
+            notes.append(f"the person rejected your changes to {names(sent_paths)}{why}; "
+                         "those files are as they were before your last turn.")
+        return _record(store, session_id, result, Delivery(applied, reason, skipped=skipped),
+                       notes)
+
+    on_send()
+    # Kept by the server: the answer is recorded even if this request is cancelled.
+    return await asyncio.shield(ls.spawn(send()))
 
 
 def _record(store: SessionStore, session_id: str, result: RunResult, delivery: Delivery,

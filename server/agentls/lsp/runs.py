@@ -13,7 +13,8 @@ Chat, commands and code actions all go through ``RunManager.run`` (``ls.run_agen
 The edit of one turn is settled before the session's next turn starts, so the next turn
 reads the files as the person left them. A run is cancelled by ``cancel(run_id)`` (from
 ``agentls/cancel`` or the progress token) or by cancelling the awaiting task
-(``$/cancelRequest``); either way no edit is sent.
+(``$/cancelRequest``); either way no edit is sent, unless it was already out, and the model
+is told on the next turn that its changes were dropped.
 """
 
 from __future__ import annotations
@@ -88,10 +89,10 @@ class Turn:
     error: ErrorPayload | None = None
 
     def changes(self) -> list[FileChangePayload]:
-        if self.result is None or not self.result.send_changes:
+        if self.result is None or not self.result.send_changes or self.stop_reason == "cancelled":
             return []
         out: list[FileChangePayload] = []
-        for diff in self.result.changeset.diff():
+        for diff in self.result.diffs:
             item: FileChangePayload = {"uri": diff.path.as_uri(), "kind": diff.kind,
                                        "insertions": diff.insertions,
                                        "deletions": diff.deletions}
@@ -117,7 +118,8 @@ class Turn:
 
 @dataclass
 class _Active:
-    phase: Literal["waiting", "running", "delivering"] = "waiting"
+    turn: Turn  # filled in as the run goes, so a cancelled one still says what it did
+    phase: Literal["waiting", "running", "delivering"] = "waiting"  # delivering: edit is out
     task: asyncio.Task[Turn] | None = field(default=None, repr=False)
 
 
@@ -149,17 +151,18 @@ class RunManager:
 
     def cancel(self, run_id: str) -> bool:
         """Stop a run: the engine stops a running one (its result says ``cancelled``); one
-        still waiting is dropped. False when unknown, finished, or its edit is already out."""
+        still waiting, or whose edit is still being checked, is dropped. False when unknown,
+        finished, or its edit is already out."""
         active = self._active.get(run_id)
         if active is None or active.task is None or active.task.done():
             return False
-        if active.phase == "waiting":
-            active.task.cancel()
+        if active.phase == "delivering":
+            return False
+        host = self._ls.engine_if_built()
+        if active.phase == "running" and host is not None and host.agent.cancel(run_id):
             return True
-        if active.phase == "running":
-            host = self._ls.engine_if_built()
-            return host is not None and host.agent.cancel(run_id)
-        return False
+        active.task.cancel()
+        return True
 
     def _cancel_quietly(self, run_id: str) -> None:
         self.cancel(run_id)
@@ -175,19 +178,18 @@ class RunManager:
                                lambda: self._cancel_quietly(run_id), request.work_done_token)
         frontend = LspFrontend(self._ls, session_id, run_id, progress=progress,
                                interactive=request.interactive)
-        await progress.start(_excerpt(request.prompt))
-        active = _Active()
-        task = asyncio.create_task(self._turn(host, request, frontend, active),
-                                   name=f"agentls-turn-{run_id}")
-        active.task = task
+        active = _Active(Turn(session_id, run_id))
         self._active[run_id] = active
         try:
-            return await task
+            await progress.start(_excerpt(request.prompt))
+            active.task = asyncio.create_task(self._turn(host, request, frontend, active),
+                                              name=f"agentls-turn-{run_id}")
+            return await active.task
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if current is not None and current.cancelling():
                 raise  # our caller was cancelled ($/cancelRequest): the turn has stopped too
-            return Turn(session_id, run_id)  # cancel() dropped it while it waited
+            return active.turn  # cancel() dropped it while it waited or before its edit
         finally:
             progress.end("stopped")
             del self._active[run_id]
@@ -208,8 +210,8 @@ class RunManager:
 
     async def _turn(self, host: EngineHost, request: TurnRequest, frontend: LspFrontend,
                     active: _Active) -> Turn:
-        session_id, run_id = frontend.session_id, frontend.run_id
-        turn = Turn(session_id, run_id)
+        session_id = frontend.session_id
+        turn = active.turn
         refused = False
         try:
             ahead = self.queue.waiting(session_id) + self.queue.busy(session_id)
@@ -221,7 +223,7 @@ class RunManager:
                                 "session", waiting=ahead)
             try:
                 async with self.queue.turn(session_id):
-                    turn = await self._run_in_turn(host, request, frontend, active)
+                    await self._run_in_turn(host, request, frontend, active)
             except SessionBusy:
                 refused = True
                 raise self._busy(session_id) from None
@@ -238,12 +240,14 @@ class RunManager:
                                 **_failure(turn))
 
     async def _run_in_turn(self, host: EngineHost, request: TurnRequest,
-                           frontend: LspFrontend, active: _Active) -> Turn:
+                           frontend: LspFrontend, active: _Active) -> None:
+        """Run the engine and deliver its edit, filling in ``active.turn`` as it goes."""
         from agentls.engine.agent import RunRequest
         from agentls.llm.backend import BackendError
         from agentls.lsp import delivery
 
         session_id, run_id = frontend.session_id, frontend.run_id
+        turn = active.turn
         if request.rate_limited:
             await self.rate.admit(lambda delay: frontend.status(
                 f"{self.rate.per_minute} chat requests per minute reached (setting "
@@ -261,21 +265,33 @@ class RunManager:
         except BackendError as exc:  # the session's backend could not even be set up
             error = _error_payload(host, session_id, str(exc), exc.kind, exc.hint)
             frontend.error(error["message"], exc.kind, error.get("hint", ""))
-            return Turn(session_id, run_id, "error", error=error)
+            turn.stop_reason, turn.error = "error", error
+            return
+        except asyncio.CancelledError:
+            delivery.record_withdrawn(host.store, session_id, workspace.changeset)
+            raise
         if notes:
             delivery.set_notes(host.store, session_id, [])
-        turn = Turn(session_id, run_id, result.stop_reason, result.text, result, workspace)
+        turn.stop_reason, turn.text = result.stop_reason, result.text
+        turn.result, turn.workspace = result, workspace
         if result.stop_reason in ("error", "timeout"):
             kind = result.error.kind if result.error is not None else result.stop_reason
             hint = (result.error.hint if result.error is not None
                     else "raise timeout_ms or split the task")
             turn.error = _error_payload(host, session_id, result.error_message, kind, hint)
-        if request.send_edit and result.send_changes and not result.changeset.is_empty():
-            active.phase = "delivering"
-            # Once the edit is out, its answer must be recorded even if the request goes away.
-            turn.delivery = await asyncio.shield(delivery.deliver(
-                self._ls, host.store, session_id, result, workspace, frontend))
-        return turn
+        if not result.send_changes:
+            delivery.record_withdrawn(host.store, session_id, result.changeset)
+        elif request.send_edit and result.diffs:
+            try:
+                turn.delivery = await delivery.deliver(
+                    self._ls, host.store, session_id, result, workspace, frontend,
+                    on_send=lambda: setattr(active, "phase", "delivering"))
+            except asyncio.CancelledError:
+                if active.phase != "delivering":  # stopped before the edit went out
+                    turn.stop_reason = "cancelled"
+                    delivery.record_withdrawn(host.store, session_id, result.changeset,
+                                              result.actions_message_id)
+                raise
 
     def _busy(self, session_id: str) -> TurnRefused:
         retry = math.ceil(self.rate.retry_after()) if self.rate.delay() > 0 else None

@@ -189,11 +189,19 @@ class AgentLanguageServer(LanguageServer):
                     if root is None:
                         raise TurnRefused("AgentLS needs a workspace folder: open a folder "
                                           "in the editor, then try again.")
-                    # Importing the engine (openai, pydantic models) takes a while: not on
-                    # the event loop.
+                    # Importing the engine (openai, pydantic models) and opening the store
+                    # take a while: not on the event loop.
                     module = await asyncio.to_thread(importlib.import_module,
                                                      "agentls.lsp.engine_host")
-                    self._engine = module.EngineHost(resolved.settings, root)
+                    try:
+                        self._engine = await asyncio.to_thread(module.EngineHost,
+                                                               resolved.settings, root)
+                    except Exception as exc:  # an unwritable folder, a newer state.db ...
+                        log.exception("opening the session store in %s failed", root)
+                        raise TurnRefused(
+                            f"AgentLS cannot open its session store {root / '.agentls'}: "
+                            f"{exc}. Make the folder writable (or move that file away), then "
+                            "try again.") from None
         assert self._engine is not None
         return self._engine
 

@@ -82,16 +82,18 @@ def resolve(root: Path | None, client: Mapping[str, Any]) -> ResolvedSettings:
     lsp_settings = _lsp_settings(client.get(LSP_TABLE, {}), problems)
     for key in _CLIENT_SECTIONS.keys() & client.keys():
         problems += _checked_section(key, client[key])
-    try:
-        settings = config.load(root, client=good).settings
-    except config.ConfigError as exc:  # values fine alone but not together, or a bad file
-        problems.append(_first_lines(str(exc)))
+    settings: Settings | None = None
+    # Values fine alone but not together, or a bad file: leave out the culprit, keep the rest
+    # (a broken .agentls/config.toml must not cost the editor's own settings).
+    for workspace, editor in ((root, good), (None, good), (root, {}), (None, {})):
         try:
-            settings = config.load(root).settings
-        except config.ConfigError as file_error:
-            problems.append(_first_lines(str(file_error)))
-            settings = config.Settings()
-    return ResolvedSettings(settings, lsp_settings, dict(client), problems)
+            settings = config.load(workspace, client=editor).settings
+            break
+        except config.ConfigError as exc:
+            problem = _first_lines(str(exc))
+            if problem not in problems:
+                problems.append(problem)
+    return ResolvedSettings(settings or config.Settings(), lsp_settings, dict(client), problems)
 
 
 def _defaults(client: Mapping[str, Any], error: Exception) -> ResolvedSettings:
@@ -186,8 +188,12 @@ def _unknown(name: str, known: list[str]) -> str:
 
 def _first_lines(message: str) -> str:
     # config's own advice names CLI commands; an editor user fixes the value in the editor.
-    lines = [ln.strip() for ln in message.splitlines() if not ln.startswith("See `agentls")]
-    return " ".join(ln for ln in lines if ln)
+    kept = []
+    for line in message.splitlines():
+        clauses = [c for c in line.strip().split("; ") if c and "`agentls " not in c]
+        if clauses:
+            kept.append("; ".join(clauses))
+    return " ".join(kept)
 
 
 # --- the LSP side -------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from agentls.tools import files, git, search, shell
 from agentls.tools.output import DEFAULT_RESULT_LIMIT, fail, to_json
 from agentls.tools.permissions import (
     Confirm,
+    Decision,
     PermissionPolicy,
     SessionGrants,
     check,
@@ -245,8 +246,14 @@ class ToolBox:
             )
             return self._outcome(name, args, self._invalid(tool, problems), tool.read_only)
 
-        decision = await check(self.context.policy, name, args, self.context.confirm,
-                               grants=self.context.grants)
+        try:
+            decision = await check(self.context.policy, name, args, self.context.confirm,
+                                   grants=self.context.grants)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a prompt that fails (closed terminal) is no approval
+            log.exception("asking to approve %s failed", name)
+            decision = Decision("deny", f"the approval prompt failed ({exc})")
         if decision.permission != "allow":
             return self._outcome(name, args, rejection(decision), tool.read_only)
         limit = self.context.tool_timeout_s

@@ -40,6 +40,15 @@ def test_values_valid_alone_but_not_together_fall_back_to_the_lower_layers(
     assert "agentls config" not in resolved.problems[0]  # CLI advice is left out
 
 
+def test_a_broken_workspace_file_does_not_cost_the_editors_settings(tmp_path: Path) -> None:
+    (tmp_path / ".agentls").mkdir()
+    (tmp_path / ".agentls" / "config.toml").write_text("max_iterations = = 3\n")
+    resolved = resolve(tmp_path, {"backend": "ollama", "max_iterations": 7})
+    assert resolved.settings.backend == "ollama" and resolved.settings.max_iterations == 7
+    assert len(resolved.problems) == 1 and "config.toml" in resolved.problems[0]
+    assert "agentls config" not in resolved.problems[0]
+
+
 def test_a_registered_section_is_checked_by_its_owner(tmp_path: Path) -> None:
     register_client_section("test_widgets", lambda value: [] if isinstance(value, list)
                             else ["`agentls.test_widgets` must be a list"])

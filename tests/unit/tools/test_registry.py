@@ -113,3 +113,13 @@ async def test_a_tool_that_takes_too_long_is_stopped(tmp_path: Path) -> None:
     box = ToolBox(ToolContext(Workspace([tmp_path]), tool_timeout_s=0.05), [slow])
     outcome = await box.call("read_file", {"path": "a"})
     assert outcome.result["error"] == "TOOL_TIMEOUT"
+
+
+async def test_a_failing_approval_prompt_is_a_refusal(tmp_path: Path) -> None:
+    async def confirm(request: ApprovalRequest) -> str:
+        raise EOFError("stdin is closed")
+
+    box = ToolBox(ToolContext(Workspace([tmp_path]), confirm=confirm))  # type: ignore[arg-type]
+    outcome = await box.call("shell_exec", {"command": "make build"})
+    assert outcome.result["error"] == "USER_REJECTED"
+    assert "approval prompt failed (stdin is closed)" in outcome.result["message"]
