@@ -243,10 +243,16 @@ async def test_long_session_stays_under_budget_with_tool_pairs_intact(
     harness.agent.settings = harness.agent.settings.model_copy(
         update={"compaction": harness.agent.settings.compaction.model_copy(
             update={"max_messages": 100_000})})
-    harness.server.load({"steps": [{"reply": {"text": "fine"}}]})
+    # Over 90% of the budget even after trimming: the older part is summarised first.
+    harness.server.load({"steps": [
+        {"match": {"stream": False}, "reply": {"text": "Steps 0 to 60 read x."}},
+        {"reply": {"text": "fine"}},
+    ]})
     result, _ = await harness.run("and now?", session_id=sid)
     assert result.stop_reason == "done"
+    assert harness.server.requests[0].body.get("stream") in (None, False)
     body = harness.server.requests[-1].body
+    assert "Steps 0 to 60 read x." in body["messages"][1]["content"]
     sent = body["messages"]
     assert len(sent) < 300 and sent[-1]["content"].endswith("and now?")
     ids = {c["id"] for m in sent if m["role"] == "assistant" for c in m.get("tool_calls") or []}

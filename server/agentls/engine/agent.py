@@ -266,7 +266,8 @@ class Agent:
                 if not state.system:  # levels 1-3: once per session, then never changed
                     state.facts, state.instructions = await self.project_context(workspace)
                     state.system = context.system_messages(state.facts, state.instructions)
-                run.history = await self._maybe_compact(session, backend, run.history, seqs)
+                run.history = await self._maybe_compact(session, backend, run.history, seqs,
+                                                        state.system)
                 prompt = request.prompt
                 if request.notes:
                     notes = "\n".join(f"[AgentLS note: {note}]" for note in request.notes)
@@ -556,11 +557,18 @@ class Agent:
         return [m for m, _ in answered], [seq for _, seq in answered]
 
     async def _maybe_compact(self, session: SessionInfo, backend: Backend,
-                             history: list[Message], seqs: list[int | None]) -> list[Message]:
-        """Summarise the older part of a long history; the summary's ``through_seq`` marks the
-        last stored message it stands for, so the next load starts after it."""
+                             history: list[Message], seqs: list[int | None],
+                             system: list[Message]) -> list[Message]:
+        """Summarise the older part of a history that is long (``compaction.max_messages``) or
+        that trimming can no longer fit comfortably (90% of the budget); the summary's
+        ``through_seq`` marks the last stored message it stands for."""
         limit = self.settings.compaction.max_messages
-        if not needs_compaction(history, max_messages=limit):
+        budget = prompt_budget(self._context_tokens(backend))
+        key = (backend.name, backend.model)
+        trimmed = await asyncio.to_thread(trim_for_budget, system, history, [], budget,
+                                          self.estimator, key)
+        if not needs_compaction(history, max_messages=limit, trimmed=trimmed,
+                                budget_tokens=budget):
             return history
         split = compaction_split(history)
         if split <= 0:
