@@ -107,3 +107,25 @@ async def test_a_client_that_cannot_show_prompts_means_deny(
     assert shell_result(model)["error"] == "USER_REJECTED"
     told = [e["message"] for e in bare_client.events(result["runId"], "status")]
     assert any("cannot show approval prompts" in m for m in told)
+
+
+@pytest.mark.parametrize("editor", CLIENTS)
+async def test_a_client_that_cannot_show_questions_lets_the_model_decide(
+        bare_client: AgentClient, model: ReplayServer, project: Path, editor: str) -> None:
+    capabilities = client_capabilities(editor)
+    assert capabilities.window is not None
+    capabilities.window.show_message = None
+    await initialize(bare_client, capabilities, project, options_for(model))
+    model.load({"steps": [
+        {"match": {"tool_results": False}, "reply": {"tool_calls": [
+            call("ask_user", "q1", question="Tabs or spaces?", options=["tabs", "spaces"])]}},
+        {"match": {"tool": "ask_user"}, "reply": {"text": "Spaces, then."}},
+    ]})
+
+    result = await bare_client.chat("style?")
+
+    assert bare_client.prompts == []
+    answer = json.loads(tool_result_text(model.requests[-1].body, "q1"))
+    assert answer["error"] == "NO_ONE_TO_ASK"
+    told = [e["message"] for e in bare_client.events(result["runId"], "status")]
+    assert any("cannot show questions" in m for m in told)

@@ -503,6 +503,11 @@ class Agent:
         if not isinstance(question, str) or not isinstance(options, list) or len(options) < 2:
             return fail("INVALID_ARGUMENTS", "ask_user needs a 'question' string and at least "
                         "two 'options'.", schema=ASK_USER_SPEC.parameters)
+        # A front-end may say it cannot show questions (an editor without message requests).
+        if not automation and not getattr(frontend, "can_ask", True):
+            frontend.on_event(StatusEvent(message=f"The agent asked “{question}”, but this "
+                                          "editor cannot show questions: it decides on its own."))
+            automation = True
         if automation:
             return fail("NO_ONE_TO_ASK", "Nobody can answer questions in this run "
                         "(non-interactive). Decide yourself, say which option you chose and "

@@ -107,7 +107,9 @@ class Frontend(Protocol):
     A front-end may also set ``preapproved = True`` (read with ``getattr``, default False):
     the person approved every ``ask`` in advance (``agentls run --yes``) and ``confirm``
     answers without asking anyone, so it is used even in ``automation`` sessions, which
-    otherwise deny. Questions still go unanswered there."""
+    otherwise deny. Questions still go unanswered there. ``can_ask = False`` (also optional)
+    says the front-end cannot show questions at all, so ``ask_user`` tells the model to
+    decide itself instead of reporting a dismissed question."""
 
     interactive: bool
 

@@ -57,6 +57,11 @@ class LspFrontend:
             self.progress.report(f"waiting for approval: {request.title}")
         return await approvals.confirm(self._ls, request, self.status)
 
+    @property
+    def can_ask(self) -> bool:
+        """Whether the editor can show a question at all (window/showMessageRequest)."""
+        return approvals.can_ask(self._ls)
+
     async def ask(self, question: str, options: list[str]) -> str | None:
         if self.progress is not None:
             self.progress.report("waiting for your answer")
