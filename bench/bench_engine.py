@@ -171,8 +171,46 @@ async def _estimate_figure() -> Figure:
                   error <= 10)
 
 
+async def _cancel_figure(folder: Path) -> Figure:
+    """From ``Agent.cancel`` to the run's result, while the model is mid-stream."""
+    root = folder / "cancel"
+    root.mkdir()
+    slow = {"steps": [{"times": "*", "reply": {"text": "x" * 400, "chunk_size": 1,
+                                               "delay_s": 0.02}}]}
+    with ReplayServer(slow) as server:
+        settings = Settings(
+            backend="scripted",
+            backends={"scripted": BackendConfig(base_url=server.base_url, model="scripted-model",
+                                                api_key_env=None)},
+            cache=CacheConfig(enabled=False), retry=RetryConfig(max_retries=0),
+        )
+        pool = BackendPool(settings)
+        store = SessionStore.for_workspace(root)
+        agent = Agent(settings, pool, store)
+        samples = []
+        for n in range(10):
+            session = store.create_session(backend="scripted", model="scripted-model")
+            front = RecordingFrontend()
+            task = asyncio.create_task(agent.run(session.id, RunRequest("go"), front,
+                                                 Workspace([root]), run_id=f"c{n}"))
+            while not front.of("text"):
+                await asyncio.sleep(0.005)
+            start = time.perf_counter()
+            agent.cancel(f"c{n}")
+            result = await task
+            samples.append(time.perf_counter() - start)
+            assert result.stop_reason == "cancelled"
+        await pool.aclose()
+        store.close()
+    value = statistics.median(samples) * 1000
+    worst = max(samples) * 1000
+    return Figure(f"cancel mid-stream to result, median (worst {worst:.1f} ms)", value, "ms",
+                  None, "<= 200 ms", worst <= 200)
+
+
 def run() -> list[Figure]:
     with tempfile.TemporaryDirectory() as folder:
         figures = asyncio.run(_engine_figures(Path(folder)))
+        figures.append(asyncio.run(_cancel_figure(Path(folder))))
     figures.append(asyncio.run(_estimate_figure()))
     return figures
