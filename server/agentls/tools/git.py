@@ -328,6 +328,19 @@ def _diff_targets(ws: Workspace, path: str | None) -> list[tuple[Path, str]]:
     return [(target.root, target.rel if target.rel not in ("", ".") else ".")]
 
 
+def parse_name_status(output: str) -> list[tuple[str, list[str]]]:
+    """``git diff --name-status -z`` as (status letter, paths): renames and copies carry two."""
+    entries: list[tuple[str, list[str]]] = []
+    fields = output.split("\0")
+    index = 0
+    while index < len(fields) - 1:
+        letter = fields[index][:1]
+        paths = fields[index + 1 : index + (3 if letter in "RC" else 2)]
+        index += 1 + len(paths)
+        entries.append((letter, paths))
+    return entries
+
+
 async def _diff_one(ws: Workspace, root: Path, pathspec: str, staged: bool) -> dict[str, Any]:
     cached = ("--cached",) if staged else ()
     _, names, _ = await _run_git(
@@ -336,18 +349,13 @@ async def _diff_one(ws: Workspace, root: Path, pathspec: str, staged: bool) -> d
     files: list[str] = []
     visible: list[str] = []
     hidden = 0
-    fields = names.split("\0")
-    index = 0
-    while index < len(fields) - 1:
-        letter = fields[index]
-        paths = fields[index + 1 : index + (3 if letter[:1] in "RC" else 2)]
-        index += 1 + len(paths)
+    for letter, paths in parse_name_status(names):
         if not all(ws.is_visible(root / rel) for rel in paths):
             hidden += 1
             continue
         visible.extend(paths)
         shown = [ws.display_path(root / rel) for rel in paths]
-        files.append(f"{letter[:1]} {' -> '.join(shown)}")
+        files.append(f"{letter} {' -> '.join(shown)}")
     diff = ""
     if visible:
         # List the files only when the fence hid some: otherwise the pathspec is enough.

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentls.tools.git import GitError, _run_git
+from agentls.tools.git import GitError, _run_git, parse_name_status
 
 BASE_CANDIDATES = ("origin/HEAD", "origin/main", "origin/master", "main", "master")
 MAX_COMMITS = 100
@@ -125,17 +125,12 @@ async def _changes(top: Path, spec: Sequence[str], visible: Visible | None) -> C
     files: list[str] = []
     paths: list[str] = []
     hidden = 0
-    fields = names.split("\0")
-    index = 0
-    while index < len(fields) - 1:
-        letter = fields[index]
-        entry = fields[index + 1 : index + (3 if letter[:1] in "RC" else 2)]
-        index += 1 + len(entry)
+    for letter, entry in parse_name_status(names):
         if visible is not None and not all(visible(top / rel) for rel in entry):
             hidden += 1
             continue
         paths.extend(entry)
-        files.append(f"{letter[:1]} {' -> '.join(entry)}")
+        files.append(f"{letter} {' -> '.join(entry)}")
     if not paths:
         return Changes(top, (), (), "", "", hidden)
     # Name the files only when the fence hid some: otherwise the whole diff is wanted.
