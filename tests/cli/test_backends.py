@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -12,26 +11,16 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from tests.unit.llm import standin_agent_cli as standins
 
 from agentls.devtools.replay import ReplayServer
 
 PLANTED = "sk-backends-planted-secret-0123456789"
 
 
-def _load_standins() -> ModuleType:
-    path = Path(__file__).parents[1] / "unit" / "llm" / "standin_agent_cli.py"
-    spec = importlib.util.spec_from_file_location("standin_agent_cli", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-standins = _load_standins()
 
 
 def agentls(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:

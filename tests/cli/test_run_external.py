@@ -6,29 +6,18 @@ and edit the workspace themselves; AgentLS reports their changes from git.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from tests.cli.headless_helpers import SECRET, agentls, last_json, write
+from tests.unit.llm import standin_agent_cli as standins
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="stand-ins are POSIX scripts")
 
 
-def _load_standins() -> ModuleType:
-    path = Path(__file__).parents[1] / "unit" / "llm" / "standin_agent_cli.py"
-    spec = importlib.util.spec_from_file_location("standin_agent_cli", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-standins = _load_standins()
 
 
 @pytest.fixture

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from tests.unit.llm import standin_agent_cli as standins
 
 from agentls.config import BackendConfig, Settings
 from agentls.engine.events import (
@@ -29,18 +28,6 @@ from agentls.engine.external import (
     secret_env_names,
 )
 from agentls.llm.messages import Usage
-
-
-def _load_standins() -> ModuleType:
-    path = Path(__file__).parents[1] / "llm" / "standin_agent_cli.py"
-    spec = importlib.util.spec_from_file_location("standin_agent_cli", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-standins = _load_standins()
 
 
 def git(root: Path, *args: str) -> None:

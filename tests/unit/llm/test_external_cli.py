@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from tests.unit.llm import standin_agent_cli as standins
 
 from agentls.llm.cli_output import CliActivity
 from agentls.llm.external_cli import (
@@ -26,16 +25,6 @@ from agentls.llm.messages import Usage
 PLANTED = "sk-planted-secret-0123456789abcdef"
 
 
-def _load_standins() -> ModuleType:
-    path = Path(__file__).with_name("standin_agent_cli.py")
-    spec = importlib.util.spec_from_file_location("standin_agent_cli", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-standins = _load_standins()
 
 
 @pytest.fixture
