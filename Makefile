@@ -17,6 +17,7 @@ install: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check server tests bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 test: lint
 	$(VENV)/bin/pytest

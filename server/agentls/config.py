@@ -36,7 +36,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from agentls.tools.permissions import PermissionPolicy
+from agentls.permission_policy import PermissionPolicy
 
 APP_NAME = "agentls"
 WORKSPACE_DIR = ".agentls"

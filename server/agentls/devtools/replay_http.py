@@ -12,14 +12,25 @@ import socketserver
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agentls.devtools.replay_requests import RecordedRequest
 from agentls.devtools.replay_wire import Answer, StreamAnswer, error_answer
 
-if TYPE_CHECKING:
-    from agentls.devtools.replay_server import ReplayServer
+
+class ReplayApp(Protocol):
+    """What the HTTP side needs from the scripted server (replay_server.ReplayServer)."""
+
+    _stopping: threading.Event
+
+    def _answer(self, method: str, path: str, headers: Mapping[str, str], body: Any
+                ) -> tuple[Answer | StreamAnswer, int | None]: ...
+
+    def _record(self, request: RecordedRequest) -> None: ...
+
+    def _next_number(self) -> int: ...
 
 # The name the server logged under before it was split into modules; callers configure it.
 logger = logging.getLogger("agentls.devtools.replay")
@@ -31,7 +42,7 @@ _SECRET_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "proxy-aut
 class ReplayHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], app: ReplayServer) -> None:
+    def __init__(self, address: tuple[str, int], app: ReplayApp) -> None:
         self.app = app
         self._connections: dict[socket.socket, int] = {}
         self._connections_lock = threading.Lock()

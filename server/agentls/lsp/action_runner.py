@@ -41,7 +41,7 @@ from agentls.lsp.runs import Turn, TurnRefused, TurnRequest
 from agentls.tools.changeset import ChangeSet
 
 if TYPE_CHECKING:
-    from agentls.lsp.server import AgentLanguageServer
+    from agentls.lsp.context import ServerContext
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def parse_action_data(raw: Any,
                       data["action"], title if isinstance(title, str) else None, tuple(found))
 
 
-def _display(ls: AgentLanguageServer, path: Path) -> str:
+def _display(ls: ServerContext, path: Path) -> str:
     for root in ls.roots:
         with contextlib.suppress(ValueError):
             return path.relative_to(root).as_posix()
@@ -128,7 +128,7 @@ def _stale_message(display: str) -> str:
             "not applied. Choose the action again to run it on the current text.")
 
 
-def build_target(ls: AgentLanguageServer, data: ActionData) -> ActionTarget | str:
+def build_target(ls: ServerContext, data: ActionData) -> ActionTarget | str:
     """The action's document as it is now, or a message saying why the action cannot run."""
     path = documents.path_of(data.uri)
     if path is None:
@@ -165,7 +165,7 @@ def keep_only(changeset: ChangeSet, allowed: Path,
     return kept, dropped
 
 
-async def run_action(ls: AgentLanguageServer, data: ActionData,
+async def run_action(ls: ServerContext, data: ActionData,
                      user_actions: Sequence[ActionSpec]) -> ActionOutcome:
     """Run the action ``data`` names; the outcome has the edit, or a message, or both."""
     spec = spec_for(data.action, data.title, user_actions)
@@ -206,7 +206,7 @@ async def run_action(ls: AgentLanguageServer, data: ActionData,
     return outcome
 
 
-async def _plan_edit(ls: AgentLanguageServer, spec: ActionSpec, target: ActionTarget,
+async def _plan_edit(ls: ServerContext, spec: ActionSpec, target: ActionTarget,
                      turn: Turn, outcome: ActionOutcome, listed_version: int | None) -> None:
     assert turn.result is not None
     kept, dropped = keep_only(turn.result.changeset, target.path, spec.may_create_files)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types as lsp
 
 if TYPE_CHECKING:
-    from agentls.lsp.server import AgentLanguageServer
+    from agentls.lsp.context import ServerContext
     from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
 
 log = logging.getLogger(__name__)
@@ -31,12 +31,12 @@ DENY = "Deny"
 Explain = Callable[[str], None]  # tells the person something in the chat
 
 
-def can_ask(ls: AgentLanguageServer) -> bool:
+def can_ask(ls: ServerContext) -> bool:
     window = ls.client_capabilities.window
     return window is not None and window.show_message is not None
 
 
-async def confirm(ls: AgentLanguageServer, request: ApprovalRequest,
+async def confirm(ls: ServerContext, request: ApprovalRequest,
                   explain: Explain) -> ApprovalAnswer:
     if not can_ask(ls):
         explain(f"{request.title} needs your approval, but this editor cannot show approval "
@@ -53,7 +53,7 @@ async def confirm(ls: AgentLanguageServer, request: ApprovalRequest,
     return "deny"
 
 
-async def ask(ls: AgentLanguageServer, question: str, options: Sequence[str],
+async def ask(ls: ServerContext, question: str, options: Sequence[str],
               explain: Explain) -> str | None:
     if not can_ask(ls):
         explain(f"The agent asked “{question}” but this editor cannot show questions (it does "
@@ -63,7 +63,7 @@ async def ask(ls: AgentLanguageServer, question: str, options: Sequence[str],
     return answer if answer in options else None
 
 
-async def _ask(ls: AgentLanguageServer, kind: lsp.MessageType, message: str,
+async def _ask(ls: ServerContext, kind: lsp.MessageType, message: str,
                actions: list[str]) -> str | None:
     pending = ls.window_show_message_request_async(lsp.ShowMessageRequestParams(
         type=kind, message=message, actions=[lsp.MessageActionItem(title=a) for a in actions]))

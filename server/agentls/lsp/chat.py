@@ -1,5 +1,10 @@
 """Chat: ``agentls/chat``, ``agentls/cancel``, ``agentls/sessions``, ``agentls/history``.
 
+The same as ``workspace/executeCommand`` commands: ``agentls.chat`` takes the
+``agentls/chat`` params as its one argument and returns the same result; ``agentls.cancel``
+takes ``{runId}`` (or the id); ``agentls.newSession`` takes an optional ``{title}`` and
+returns ``{sessionId}``.
+
 ``agentls/chat`` runs one turn (lsp/runs.py) with the context the client sent: the document
 and range become the selection (the range's text read from the open buffer), attached
 files and diagnostics go along. Events stream as ``agentls/chatEvent``; the response comes
@@ -16,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcInvalidParams
 
 from agentls.lsp import documents, protocol
+from agentls.lsp.commands import register_command
+from agentls.lsp.context import ServerContext
+from agentls.lsp.handlers import logged, refused_error
 from agentls.lsp.protocol import ChatContext, ChatParams, ChatResult, ParamsError
 from agentls.lsp.runs import TurnRefused, TurnRequest
-from agentls.lsp.server import AgentLanguageServer, logged, refused_error
 
 if TYPE_CHECKING:
     from agentls.engine.context import Attachments
@@ -29,7 +36,7 @@ log = logging.getLogger(__name__)
 _SEVERITIES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
 
 
-def attachments_for(ls: AgentLanguageServer, context: ChatContext) -> Attachments | None:
+def attachments_for(ls: ServerContext, context: ChatContext) -> Attachments | None:
     """The engine's level-4 attachments for a chat context (paths as the editor gave them)."""
     from agentls.engine.context import Attachments, Diagnostic, Selection
 
@@ -58,7 +65,7 @@ def _path_or_uri(uri: str) -> str:
     return str(path) if path is not None else uri
 
 
-def _range_text(ls: AgentLanguageServer, context: ChatContext) -> str:
+def _range_text(ls: ServerContext, context: ChatContext) -> str:
     assert context.uri is not None and context.range is not None
     try:  # the open buffer if there is one, else the file on disk
         return ls.workspace.get_text_document(context.uri).text_in_client_range(context.range)
@@ -67,7 +74,7 @@ def _range_text(ls: AgentLanguageServer, context: ChatContext) -> str:
         return ""
 
 
-async def run_chat(ls: AgentLanguageServer, params: ChatParams) -> ChatResult:
+async def run_chat(ls: ServerContext, params: ChatParams) -> ChatResult:
     """One chat turn, for ``agentls/chat`` and the ``agentls.chat`` command."""
     try:
         await ls.engine()  # loads the engine (in a thread) before the context is built
@@ -107,10 +114,50 @@ def _invalid(exc: ParamsError) -> JsonRpcInvalidParams:
     return JsonRpcInvalidParams(str(exc))
 
 
-def setup(server: AgentLanguageServer) -> None:
+async def chat_command(ls: ServerContext, arguments: list[Any]) -> protocol.ChatResult:
+    try:
+        params = protocol.parse_chat_params(_single(arguments, protocol.CMD_CHAT))
+    except ParamsError as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
+    return await run_chat(ls, params)
+
+
+async def cancel_command(ls: ServerContext, arguments: list[Any]) -> dict[str, bool]:
+    try:
+        run_id = protocol.parse_run_id(arguments)
+    except ParamsError as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
+    return {"cancelled": ls.cancel_run(run_id)}
+
+
+async def new_session_command(ls: ServerContext,
+                              arguments: list[Any]) -> dict[str, str]:
+    options = protocol.plain(arguments[0]) if arguments else {}
+    title = options.get("title") if isinstance(options, dict) else None
+    if title is not None and not isinstance(title, str):
+        raise JsonRpcInvalidParams(f"{protocol.CMD_NEW_SESSION} takes an optional "
+                                   '{"title": "..."}')
+    try:
+        host = await ls.engine()
+    except TurnRefused as exc:
+        raise refused_error(exc) from None
+    settings = host.agent.settings
+    info = host.store.create_session(backend=settings.backend,
+                                     model=settings.active_backend.model, title=title)
+    return {"sessionId": info.id}
+
+
+def _single(arguments: list[Any], command: str) -> Any:
+    if len(arguments) != 1:
+        raise ParamsError(f"{command} takes one argument, the agentls/chat params "
+                          '(e.g. {"prompt": "..."}), not ' f"{len(arguments)}")
+    return arguments[0]
+
+
+def setup(server: ServerContext) -> None:
     @server.feature(protocol.CHAT)
     @logged
-    async def chat(ls: AgentLanguageServer, params: Any) -> ChatResult:
+    async def chat(ls: ServerContext, params: Any) -> ChatResult:
         try:
             parsed = protocol.parse_chat_params(params)
         except ParamsError as exc:
@@ -119,7 +166,7 @@ def setup(server: AgentLanguageServer) -> None:
 
     @server.feature(protocol.CANCEL)
     @logged
-    async def cancel(ls: AgentLanguageServer, params: Any) -> dict[str, bool]:
+    async def cancel(ls: ServerContext, params: Any) -> dict[str, bool]:
         try:
             run_id = protocol.parse_run_id(params)
         except ParamsError as exc:
@@ -128,7 +175,7 @@ def setup(server: AgentLanguageServer) -> None:
 
     @server.feature(protocol.SESSIONS)
     @logged
-    async def sessions(ls: AgentLanguageServer, params: Any) -> dict[str, Any]:
+    async def sessions(ls: ServerContext, params: Any) -> dict[str, Any]:
         try:
             limit = protocol.parse_limit(params)
             host = await ls.engine()
@@ -140,7 +187,7 @@ def setup(server: AgentLanguageServer) -> None:
 
     @server.feature(protocol.HISTORY)
     @logged
-    async def history(ls: AgentLanguageServer, params: Any) -> dict[str, Any]:
+    async def history(ls: ServerContext, params: Any) -> dict[str, Any]:
         from agentls.engine.sessions import SessionNotFound
 
         try:
@@ -155,3 +202,7 @@ def setup(server: AgentLanguageServer) -> None:
         # A long session is megabytes of stored messages: read them off the event loop.
         stored = await asyncio.to_thread(host.store.history, session_id)
         return {"sessionId": session_id, "messages": [message_payload(m) for m in stored]}
+
+    register_command(server, protocol.CMD_CHAT, chat_command)
+    register_command(server, protocol.CMD_CANCEL, cancel_command)
+    register_command(server, protocol.CMD_NEW_SESSION, new_session_command)

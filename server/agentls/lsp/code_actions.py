@@ -28,7 +28,7 @@ from agentls.lsp.action_catalog import (
     parse_user_actions,
 )
 from agentls.lsp.commands import register_command
-from agentls.lsp.server import AgentLanguageServer
+from agentls.lsp.context import ServerContext
 
 if TYPE_CHECKING:
     from agentls.lsp.action_runner import ActionOutcome
@@ -40,7 +40,7 @@ class CodeActions:
     """The feature's state: the lister (rebuilt on settings change) and what the client can
     do, read once."""
 
-    def __init__(self, server: AgentLanguageServer) -> None:
+    def __init__(self, server: ServerContext) -> None:
         self.server = server
         self.lister = ActionLister()
         self._resolve: bool | None = None
@@ -66,13 +66,13 @@ class CodeActions:
         return self.lister.list(uri, document.version, params, resolve=self.client_resolves())
 
 
-def _tell(ls: AgentLanguageServer, outcome: ActionOutcome) -> None:
+def _tell(ls: ServerContext, outcome: ActionOutcome) -> None:
     if outcome.message:
         ls.window_show_message(lsp.ShowMessageParams(type=outcome.message_type,
                                                      message=outcome.message))
 
 
-async def resolve_action(ls: AgentLanguageServer, feature: CodeActions,
+async def resolve_action(ls: ServerContext, feature: CodeActions,
                          action: lsp.CodeAction) -> lsp.CodeAction:
     from agentls.lsp.action_runner import parse_action_data, run_action
     from agentls.lsp.protocol import ParamsError
@@ -91,7 +91,7 @@ async def resolve_action(ls: AgentLanguageServer, feature: CodeActions,
     return action
 
 
-async def run_action_command(ls: AgentLanguageServer, feature: CodeActions,
+async def run_action_command(ls: ServerContext, feature: CodeActions,
                              arguments: list[Any]) -> dict[str, Any]:
     """``agentls.runAction``: run an action and apply its edit with workspace/applyEdit, or
     show its explanation; answers ``{title, text, edit, applied?, uri?, message?, ...}``."""
@@ -116,7 +116,7 @@ async def run_action_command(ls: AgentLanguageServer, feature: CodeActions,
     return payload
 
 
-async def _apply(ls: AgentLanguageServer, outcome: ActionOutcome) -> bool:
+async def _apply(ls: ServerContext, outcome: ActionOutcome) -> bool:
     assert outcome.edit is not None
     try:
         response = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
@@ -132,7 +132,7 @@ async def _apply(ls: AgentLanguageServer, outcome: ActionOutcome) -> bool:
     return applied
 
 
-async def _show_explanation(ls: AgentLanguageServer, outcome: ActionOutcome) -> None:
+async def _show_explanation(ls: ServerContext, outcome: ActionOutcome) -> None:
     assert outcome.explanation is not None
     window = ls.client_capabilities.window
     if window is not None and window.show_document is not None and window.show_document.support:
@@ -149,14 +149,14 @@ def _check_actions(raw: Any) -> list[str]:
     return parse_user_actions(raw)[1]
 
 
-def setup(server: AgentLanguageServer) -> None:
+def setup(server: ServerContext) -> None:
     feature = CodeActions(server)
     lsp_settings.register_client_section(ACTIONS_SETTING, _check_actions)
     server.settings_listeners.append(feature.reload)
 
     @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
         code_action_kinds=list(ADVERTISED_KINDS), resolve_provider=True))
-    def code_action(ls: AgentLanguageServer, params: lsp.CodeActionParams
+    def code_action(ls: ServerContext, params: lsp.CodeActionParams
                     ) -> Generator[Any, Any, list[lsp.CodeAction] | None]:
         # Not async: the listing never waits, and a coroutine's extra task and loop turns
         # were a third of its latency (bench_lsp). pygls resumes a generator after what it
@@ -166,7 +166,7 @@ def setup(server: AgentLanguageServer) -> None:
         return feature.list(params)
 
     @server.feature(lsp.CODE_ACTION_RESOLVE)
-    async def code_action_resolve(ls: AgentLanguageServer,
+    async def code_action_resolve(ls: ServerContext,
                                   params: lsp.CodeAction) -> lsp.CodeAction:
         try:
             return await resolve_action(ls, feature, params)
@@ -177,12 +177,7 @@ def setup(server: AgentLanguageServer) -> None:
                 message=f"{params.title} failed unexpectedly; see the AgentLS log."))
             return params
 
-    async def run_action(ls: AgentLanguageServer, arguments: list[Any]) -> dict[str, Any]:
+    async def run_action(ls: ServerContext, arguments: list[Any]) -> dict[str, Any]:
         return await run_action_command(ls, feature, arguments)
 
     register_command(server, RUN_ACTION_COMMAND, run_action)
-
-    # The git commands (commitMessage, prDescription) register through the same hook.
-    from agentls.lsp import git_commands
-
-    git_commands.setup(server)

@@ -30,8 +30,8 @@ from agentls.tools.changeset import Base, ChangeSet
 if TYPE_CHECKING:
     from agentls.engine.agent import RunResult
     from agentls.engine.sessions import SessionStore
+    from agentls.lsp.context import ServerContext
     from agentls.lsp.frontend import LspFrontend
-    from agentls.lsp.server import AgentLanguageServer
     from agentls.tools.workspace import Workspace
 
 NOTES_KEY = "pending_notes"
@@ -84,14 +84,14 @@ def label_for(files: int) -> str:
     return f"AgentLS: {files} file{'' if files == 1 else 's'} changed"
 
 
-def plan(ls: AgentLanguageServer, changeset: ChangeSet, workspace: Workspace) -> WorkspaceEditPlan:
+def plan(ls: ServerContext, changeset: ChangeSet, workspace: Workspace) -> WorkspaceEditPlan:
     """The WorkspaceEdit for this client, in the negotiated position encoding."""
     return plan_workspace_edit(changeset, ls.client_capabilities,
                                position_encoding=ls.position_encoding, label="AgentLS",
                                display=workspace.display_path)
 
 
-async def stale_paths(ls: AgentLanguageServer, changeset: ChangeSet) -> list[Path]:
+async def stale_paths(ls: ServerContext, changeset: ChangeSet) -> list[Path]:
     """Files that moved on since the agent read them: an open document with a new version
     (or closed), a buffer opened with other text, or a file changed on disk."""
     checks: list[tuple[Path, Base]] = []
@@ -123,7 +123,7 @@ def _changed_on_disk(checks: list[tuple[Path, Base]]) -> list[Path]:
 # --- delivery --------------------------------------------------------------------------------
 
 
-async def deliver(ls: AgentLanguageServer, store: SessionStore, session_id: str,
+async def deliver(ls: ServerContext, store: SessionStore, session_id: str,
                   result: RunResult, workspace: Workspace, frontend: LspFrontend,
                   on_send: Callable[[], None] = lambda: None) -> Delivery:
     """Send the run's changes as one workspace/applyEdit and record what became of them.

@@ -19,7 +19,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 if TYPE_CHECKING:
-    from agentls.lsp.server import AgentLanguageServer
+    from agentls.lsp.context import ServerContext
     from agentls.tools.workspace import Workspace
 
 
@@ -31,7 +31,7 @@ def path_of(uri: str) -> Path | None:
     return Path(fs_path) if fs_path else None
 
 
-def open_documents(ls: AgentLanguageServer) -> Iterator[tuple[Path, TextDocument]]:
+def open_documents(ls: ServerContext) -> Iterator[tuple[Path, TextDocument]]:
     """Every open ``file:`` document with its path."""
     for uri, document in list(ls.workspace.text_documents.items()):
         path = path_of(uri)
@@ -39,7 +39,7 @@ def open_documents(ls: AgentLanguageServer) -> Iterator[tuple[Path, TextDocument
             yield path, document
 
 
-def find(ls: AgentLanguageServer, path: Path) -> TextDocument | None:
+def find(ls: ServerContext, path: Path) -> TextDocument | None:
     """The open document for ``path`` (matched on the real path, so URI spellings agree)."""
     document = ls.workspace.text_documents.get(path.as_uri())
     if document is not None:
@@ -51,23 +51,23 @@ def find(ls: AgentLanguageServer, path: Path) -> TextDocument | None:
     return None
 
 
-def feed(ls: AgentLanguageServer, workspace: Workspace) -> None:
+def feed(ls: ServerContext, workspace: Workspace) -> None:
     """Give a run's Workspace the editor's buffers (text and version)."""
     for path, document in open_documents(ls):
         if document.version is not None:
             workspace.open_document(path, document.source, document.version)
 
 
-def setup(server: AgentLanguageServer) -> None:
+def setup(server: ServerContext) -> None:
     # pygls has already applied each notification to ls.workspace when these run.
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: AgentLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
+    def did_open(ls: ServerContext, params: lsp.DidOpenTextDocumentParams) -> None:
         return None
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: AgentLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:
+    def did_change(ls: ServerContext, params: lsp.DidChangeTextDocumentParams) -> None:
         return None
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: AgentLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
+    def did_close(ls: ServerContext, params: lsp.DidCloseTextDocumentParams) -> None:
         return None

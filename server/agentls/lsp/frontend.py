@@ -15,13 +15,13 @@ from agentls.lsp import approvals
 from agentls.lsp.protocol import CHAT_EVENT, chat_event
 
 if TYPE_CHECKING:
+    from agentls.lsp.context import ServerContext
     from agentls.lsp.progress import RunProgress
-    from agentls.lsp.server import AgentLanguageServer
     from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
 
 
 class LspFrontend:
-    def __init__(self, ls: AgentLanguageServer, session_id: str, run_id: str, *,
+    def __init__(self, ls: ServerContext, session_id: str, run_id: str, *,
                  progress: RunProgress | None = None, interactive: bool = True) -> None:
         self.interactive = interactive
         self.session_id = session_id

@@ -22,9 +22,10 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from agentls.lsp import documents
 from agentls.lsp.commands import register_command
+from agentls.lsp.context import ServerContext
+from agentls.lsp.handlers import refused_error
 from agentls.lsp.protocol import CMD_COMMIT_MESSAGE, CMD_PR_DESCRIPTION, REQUEST_FAILED, plain
 from agentls.lsp.runs import TurnRefused
-from agentls.lsp.server import AgentLanguageServer, refused_error
 
 if TYPE_CHECKING:
     from agentls.llm.messages import Message
@@ -43,7 +44,7 @@ def _options(arguments: list[Any], command: str, keys: tuple[str, ...]) -> dict[
     return options
 
 
-def _root(ls: AgentLanguageServer, options: dict[str, Any]) -> Path:
+def _root(ls: ServerContext, options: dict[str, Any]) -> Path:
     given = options.get("root")
     if given is not None:
         path = documents.path_of(given) if given.startswith("file:") else Path(given)
@@ -75,7 +76,7 @@ async def _guarded(what: str, work: Callable[[], Awaitable[T]]) -> T:
         raise refused_error(exc) from None
 
 
-async def _ask_model(ls: AgentLanguageServer, messages: list[Message]) -> str:
+async def _ask_model(ls: ServerContext, messages: list[Message]) -> str:
     from agentls.llm.messages import ChatRequest
 
     host = await ls.engine()
@@ -84,13 +85,13 @@ async def _ask_model(ls: AgentLanguageServer, messages: list[Message]) -> str:
     return response.text
 
 
-def _visible(ls: AgentLanguageServer) -> Callable[[Path], bool]:
+def _visible(ls: ServerContext) -> Callable[[Path], bool]:
     from agentls.tools.workspace import Workspace
 
     return Workspace(ls.roots).is_visible if ls.roots else (lambda _: True)
 
 
-async def commit_message_command(ls: AgentLanguageServer, arguments: list[Any]) -> str:
+async def commit_message_command(ls: ServerContext, arguments: list[Any]) -> str:
     from agentls.engine.git_prompts import commit_message_messages, repair_commit_message
     from agentls.tools.git_changes import staged_changes
 
@@ -105,7 +106,7 @@ async def commit_message_command(ls: AgentLanguageServer, arguments: list[Any]) 
     return await _guarded("a commit message", work)
 
 
-async def pr_description_command(ls: AgentLanguageServer, arguments: list[Any]) -> str:
+async def pr_description_command(ls: ServerContext, arguments: list[Any]) -> str:
     from agentls.engine.git_prompts import pr_description_messages, repair_pr_description
     from agentls.tools.git_changes import branch_changes
 
@@ -123,6 +124,6 @@ async def pr_description_command(ls: AgentLanguageServer, arguments: list[Any]) 
     return await _guarded("a pull request description", work)
 
 
-def setup(server: AgentLanguageServer) -> None:
+def setup(server: ServerContext) -> None:
     register_command(server, CMD_COMMIT_MESSAGE, commit_message_command)
     register_command(server, CMD_PR_DESCRIPTION, pr_description_command)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types as lsp
 
 if TYPE_CHECKING:
-    from agentls.lsp.server import AgentLanguageServer
+    from agentls.lsp.context import ServerContext
 
 _TYPES = (
     (logging.ERROR, lsp.MessageType.Error),
@@ -33,7 +33,7 @@ def message_type(level: int) -> lsp.MessageType:
 
 
 class LspLogHandler(logging.Handler):
-    def __init__(self, ls: AgentLanguageServer, level: int = logging.INFO) -> None:
+    def __init__(self, ls: ServerContext, level: int = logging.INFO) -> None:
         super().__init__(level)
         self._ls = ls
         self._loop: asyncio.AbstractEventLoop | None = None

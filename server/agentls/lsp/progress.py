@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types as lsp
 
 if TYPE_CHECKING:
-    from agentls.lsp.server import AgentLanguageServer
+    from agentls.lsp.context import ServerContext
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ CREATE_TIMEOUT_S = 2.0
 
 
 class RunProgress:
-    def __init__(self, ls: AgentLanguageServer, title: str, on_cancel: Callable[[], None],
+    def __init__(self, ls: ServerContext, title: str, on_cancel: Callable[[], None],
                  token: Token | None = None) -> None:
         self._ls = ls
         self._title = title

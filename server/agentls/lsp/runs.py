@@ -39,10 +39,10 @@ from agentls.lsp.rate_limit import ChatRateLimiter, RateLimitFull
 if TYPE_CHECKING:
     from agentls.engine.agent import RunResult
     from agentls.engine.context import Attachments
+    from agentls.lsp.context import ServerContext
     from agentls.lsp.delivery import Delivery
     from agentls.lsp.engine_host import EngineHost
     from agentls.lsp.frontend import LspFrontend
-    from agentls.lsp.server import AgentLanguageServer
     from agentls.lsp.settings import LspSettings
     from agentls.tools.workspace import Workspace
 
@@ -124,7 +124,7 @@ class _Active:
 
 
 class RunManager:
-    def __init__(self, ls: AgentLanguageServer, settings: LspSettings) -> None:
+    def __init__(self, ls: ServerContext, settings: LspSettings) -> None:
         self._ls = ls
         self.queue = SessionQueue(settings.chat_queue_limit)
         self.rate = ChatRateLimiter(settings.chat_requests_per_minute,

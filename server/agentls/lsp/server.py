@@ -1,9 +1,12 @@
-"""The AgentLS language server: state on one ``LanguageServer`` subclass, features in modules.
+"""The AgentLS language server: the composition root. State on one ``LanguageServer`` subclass
+(implementing ``lsp.context.ServerContext``), features in modules.
 
 Each feature module has a ``setup(server)`` that registers its handlers (esbonio style):
-settings, documents, chat, commands, code_actions. The server holds what they share: the
-resolved settings, the run manager (queue, rate limit, cancellation), the engine (built on
-first use), the workspace roots and the negotiated position encoding.
+settings, documents, chat, code_actions, git_commands; features depend on the context, never
+on this module or on each other (``make lint`` checks it, see docs/ARCHITECTURE.md). The
+server holds what they share: the resolved settings, the run manager (queue, rate limit,
+cancellation), the engine (built on first use), the workspace roots and the negotiated
+position encoding.
 
 Start-up imports pygls, lsprotocol and this package's light modules only: no ``openai``, no
 pydantic, no database. Settings load after ``initialize`` has been answered, the engine on
@@ -13,17 +16,14 @@ the first request that needs it (both in threads, so the editor is never blocked
 from __future__ import annotations
 
 import asyncio
-import functools
 import importlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
+from collections.abc import Callable, Coroutine, Generator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any
 
 from cattrs import Converter
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException
-from pygls.lsp.server import LanguageServer
 from pygls.protocol import (
     JsonRPCNotification,
     JsonRPCRequestMessage,
@@ -35,7 +35,9 @@ from pygls.uris import to_fs_path
 
 from agentls import __version__
 from agentls.lsp import settings as lsp_settings
-from agentls.lsp.protocol import REQUEST_FAILED
+from agentls.lsp.context import ServerContext
+from agentls.lsp.handlers import logged as logged  # re-exported for older imports
+from agentls.lsp.handlers import refused_error as refused_error
 from agentls.lsp.runs import RunManager, Turn, TurnRefused, TurnRequest
 
 if TYPE_CHECKING:
@@ -82,7 +84,7 @@ def _converter() -> Converter:
     return converter
 
 
-class AgentLanguageServer(LanguageServer):
+class AgentLanguageServer(ServerContext):
     def __init__(self) -> None:
         super().__init__("agentls", __version__, protocol_cls=AgentProtocol,
                          converter_factory=_converter,
@@ -237,34 +239,8 @@ class AgentLanguageServer(LanguageServer):
             await engine.aclose()
 
 
-def refused_error(exc: TurnRefused) -> JsonRpcException:
-    """A TurnRefused as the LSP error response pygls sends."""
-    return JsonRpcException(message=exc.message, code=exc.code or REQUEST_FAILED, data=exc.data)
-
-
-Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
-
-
-def logged(handler: Handler) -> Handler:
-    """Log a handler's unexpected failure with its traceback through our own logger (pygls
-    logs it under its name, which window/logMessage skips); pygls still answers the request
-    with an error response, and the server keeps serving."""
-
-    @functools.wraps(handler)
-    async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return await handler(*args, **kwargs)
-        except JsonRpcException:
-            raise  # an answer we chose (bad params, refused): no traceback needed
-        except Exception:
-            log.exception("%s failed", handler.__name__)
-            raise
-
-    return cast(Handler, wrapper)
-
-
 def create_server() -> AgentLanguageServer:
-    from agentls.lsp import chat, code_actions, commands, documents
+    from agentls.lsp import chat, code_actions, documents, git_commands
 
     server = AgentLanguageServer()
 
@@ -279,6 +255,6 @@ def create_server() -> AgentLanguageServer:
     lsp_settings.setup(server)
     documents.setup(server)
     chat.setup(server)
-    commands.setup(server)
     code_actions.setup(server)
+    git_commands.setup(server)
     return server

@@ -25,7 +25,7 @@ from lsprotocol import types as lsp
 
 if TYPE_CHECKING:
     from agentls.config import Settings
-    from agentls.lsp.server import AgentLanguageServer
+    from agentls.lsp.context import ServerContext
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +199,7 @@ def _first_lines(message: str) -> str:
 # --- the LSP side -------------------------------------------------------------------------
 
 
-async def fetch_client_section(ls: AgentLanguageServer) -> dict[str, Any]:
+async def fetch_client_section(ls: ServerContext) -> dict[str, Any]:
     """initializationOptions, with ``workspace/configuration`` (or the last pushed settings)
     on top."""
     from agentls.config import deep_merge
@@ -219,7 +219,7 @@ async def fetch_client_section(ls: AgentLanguageServer) -> dict[str, Any]:
     return merged
 
 
-async def reload(ls: AgentLanguageServer) -> ResolvedSettings:
+async def reload(ls: ServerContext) -> ResolvedSettings:
     client = await fetch_client_section(ls)
     try:
         resolved = await asyncio.to_thread(resolve, ls.root, client)
@@ -231,7 +231,7 @@ async def reload(ls: AgentLanguageServer) -> ResolvedSettings:
     return resolved
 
 
-def report(ls: AgentLanguageServer, problems: list[str]) -> None:
+def report(ls: ServerContext, problems: list[str]) -> None:
     """One showMessage and one log line per new set of problems (a repeat is not re-shown)."""
     text = "; ".join(problems)
     if text == ls.reported_settings_problems:
@@ -249,14 +249,14 @@ def _as_dict(value: Any) -> dict[str, Any]:
     return {str(k): v for k, v in value.items()} if isinstance(value, Mapping) else {}
 
 
-def setup(server: AgentLanguageServer) -> None:
+def setup(server: ServerContext) -> None:
     @server.feature(lsp.INITIALIZED)
-    async def initialized(ls: AgentLanguageServer, params: lsp.InitializedParams) -> None:
+    async def initialized(ls: ServerContext, params: lsp.InitializedParams) -> None:
         await ls.ready()
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(
-        ls: AgentLanguageServer, params: lsp.DidChangeConfigurationParams
+        ls: ServerContext, params: lsp.DidChangeConfigurationParams
     ) -> None:
         pushed = params.settings.get(SECTION) if isinstance(params.settings, Mapping) else None
         ls.pushed_settings = pushed if isinstance(pushed, Mapping) else None

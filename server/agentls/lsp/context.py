@@ -1,0 +1,93 @@
+"""What a feature module may use from the server: the typed context every feature depends on.
+
+Feature modules (chat, code_actions, git_commands ...) are leaves: they take a
+``ServerContext`` (pygls's ``LanguageServer`` plus the AgentLS state below) and register their
+handlers with ``setup(server)``. ``server.py`` is the composition root: it implements this
+context (``AgentLanguageServer``) and calls each feature's ``setup``; no feature imports it.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable, Coroutine, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pygls.lsp.server import LanguageServer
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from agentls.config import Settings
+    from agentls.lsp.engine_host import EngineHost
+    from agentls.lsp.runs import Turn, TurnRequest
+    from agentls.lsp.settings import ResolvedSettings
+    from agentls.tools.workspace import Workspace
+
+
+class ServerContext(LanguageServer):
+    """The server as features see it; ``lsp.server.AgentLanguageServer`` implements it."""
+
+    initialization_options: Any
+    pushed_settings: Mapping[str, Any] | None  # didChangeConfiguration push
+    reported_settings_problems: str
+    resolved: ResolvedSettings | None
+    settings_listeners: list[Callable[[], None]]  # called after each reload
+
+    # --- workspace
+    @property
+    @abstractmethod
+    def roots(self) -> list[Path]: ...
+
+    @property
+    @abstractmethod
+    def root(self) -> Path | None: ...
+
+    @property
+    @abstractmethod
+    def root_uri(self) -> str | None: ...
+
+    @property
+    @abstractmethod
+    def position_encoding(self) -> str: ...
+
+    @abstractmethod
+    def new_workspace(self) -> Workspace: ...
+
+    # --- settings
+    @abstractmethod
+    async def ready(self) -> ResolvedSettings: ...
+
+    @abstractmethod
+    async def reload_settings(self) -> ResolvedSettings: ...
+
+    @abstractmethod
+    def apply_settings(self, resolved: ResolvedSettings) -> None: ...
+
+    @property
+    @abstractmethod
+    def settings(self) -> Settings: ...
+
+    @property
+    @abstractmethod
+    def client_settings(self) -> dict[str, Any]: ...
+
+    # --- the engine and runs
+    @abstractmethod
+    def engine_if_built(self) -> EngineHost | None: ...
+
+    @abstractmethod
+    async def engine(self) -> EngineHost: ...
+
+    @abstractmethod
+    async def run_agent(self, request: TurnRequest) -> Turn: ...
+
+    @abstractmethod
+    def cancel_run(self, run_id: str) -> bool: ...
+
+    # --- housekeeping
+    @abstractmethod
+    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]: ...
+
+    @abstractmethod
+    async def aclose(self) -> None: ...
