@@ -45,20 +45,17 @@ credentials in the environment (AWS_*, GOOGLE_APPLICATION_CREDENTIALS) are not p
 either; file-based ones (``~/.aws``, ``~/.codex``, ``~/.claude``) still work.
 
 Processes run in their own process group, so a timeout or Ctrl-C stops the CLI and
-everything it started.
+everything it started (llm/cli_process.py). This module is a little over 400 lines: the
+three adapters share one run loop and the per-tool documentation notes above.
 """
 
 from __future__ import annotations
 
 import asyncio
-import codecs
-import contextlib
 import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -71,6 +68,15 @@ from agentls.llm.cli_output import (
     CodexOutput,
     TextCallback,
 )
+from agentls.llm.cli_process import (
+    child_environment,
+    feed_stdin,
+    quick,
+    read_stderr,
+    read_stdout,
+    spawn,
+    stop,
+)
 from agentls.llm.messages import Usage
 
 CliKind = Literal["codex", "copilot", "claude"]
@@ -81,12 +87,6 @@ CliStatus = Literal["available", "missing", "unauthenticated", "unsupported"]
 FailureKind = Literal["auth", "missing", "failed", "timeout"]
 
 AUTH_CHECK_TIMEOUT_S = 1.5
-_STDOUT_LINE_LIMIT = 32 * 1024 * 1024  # a command's whole output can sit in one JSONL line
-_STDERR_TAIL = 16 * 1024
-_GRACE_S = 2.0  # after SIGTERM, before SIGKILL
-
-_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
-
 # Words CLIs use when a run fails for want of a valid sign-in.
 _AUTH_FAILURE = re.compile(
     r"not logged in|not signed in|please run /login|run `?\w+ login|login required"
@@ -121,86 +121,6 @@ class ExternalResult:
     @property
     def ok(self) -> bool:
         return self.failure is None
-
-
-def child_environment(
-    env: Mapping[str, str], *, keep: Iterable[str] = (), ours: Iterable[str] = ()
-) -> dict[str, str]:
-    """``env`` without secrets and agentls settings; ``keep`` names come back unless ours."""
-    ours_upper = {name.upper() for name in ours if name}
-    child = {
-        name: value
-        for name, value in env.items()
-        if not name.upper().startswith("AGENTLS_")
-        and name.upper() not in ours_upper
-        and not any(word in name.upper() for word in _SECRET_WORDS)
-    }
-    for name in keep:
-        if name.upper() not in ours_upper and name in env:
-            child[name] = env[name]
-    return child
-
-
-# --- processes ----------------------------------------------------------------------------------
-
-
-def _group_kwargs() -> dict[str, Any]:
-    if os.name == "posix":
-        return {"start_new_session": True}
-    return {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
-
-
-async def _stop(proc: asyncio.subprocess.Process, *, graceful: bool = True) -> None:
-    """Stop the CLI and its children: SIGTERM to the group, SIGKILL if it lingers (at once
-    when not ``graceful``)."""
-    if proc.returncode is not None:
-        return
-    if os.name != "posix":
-        # taskkill /T ends the whole tree (npm's .cmd shim, node, its children).
-        killer = await asyncio.create_subprocess_exec(
-            "taskkill", "/T", "/F", "/PID", str(proc.pid),
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
-        await killer.wait()
-        await proc.wait()
-        return
-    for sig in (signal.SIGTERM, signal.SIGKILL) if graceful else (signal.SIGKILL,):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
-        try:
-            await asyncio.wait_for(proc.wait(), _GRACE_S)
-            return
-        except TimeoutError:
-            continue
-
-
-async def _spawn(argv: list[str], cwd: str | None, env: Mapping[str, str], *,
-                 stdin: bytes | None) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=cwd,
-        env=dict(env),
-        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        limit=_STDOUT_LINE_LIMIT,
-        **_group_kwargs(),
-    )
-
-
-async def _quick(argv: list[str], env: Mapping[str, str], timeout: float
-                 ) -> tuple[int | None, str]:
-    """Run a short check; (exit code or None on timeout, stdout + stderr)."""
-    proc = await _spawn(argv, None, env, stdin=None)
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except TimeoutError:
-        await _stop(proc, graceful=False)
-        return None, ""
-    except BaseException:
-        await _stop(proc, graceful=False)
-        raise
-    text = (out + b"\n" + err).decode("utf-8", errors="replace").strip()
-    return proc.returncode, text
 
 
 # --- adapters -----------------------------------------------------------------------------------
@@ -288,7 +208,7 @@ class AgentCli(ABC):
         call = self._invocation(path, prompt)
         output = self._output(on_text, on_event)
         try:
-            proc = await _spawn(call.argv, os.fspath(cwd), self.environment(), stdin=call.stdin)
+            proc = await spawn(call.argv, os.fspath(cwd), self.environment(), stdin=call.stdin)
         except OSError as exc:
             return ExternalResult("", None, failure="missing",
                                   message=f"cannot start {path}: {exc.strerror or exc}")
@@ -296,17 +216,17 @@ class AgentCli(ABC):
         try:
             async with asyncio.timeout(timeout_s):
                 async with asyncio.TaskGroup() as group:
-                    group.create_task(_feed_stdin(proc, call.stdin))
-                    group.create_task(_read_stdout(proc, output, call.json_lines))
-                    group.create_task(_read_stderr(proc, stderr))
+                    group.create_task(feed_stdin(proc, call.stdin))
+                    group.create_task(read_stdout(proc, output, call.json_lines))
+                    group.create_task(read_stderr(proc, stderr))
                 code: int | None = await proc.wait()
         except TimeoutError:
-            await _stop(proc)
+            await stop(proc)
             return ExternalResult(output.text, None, output.usage, "timeout",
                                   f"{self.label} did not finish within {timeout_s:g} s",
                                   output.session_id)
         except BaseException:
-            await _stop(proc)
+            await stop(proc)
             raise
         return await self._outcome(output, code, bytes(stderr))
 
@@ -336,7 +256,7 @@ class CodexCli(AgentCli):
     auth_env = ("CODEX_API_KEY",)
 
     async def _check_auth(self, path: str, timeout: float) -> Detection:
-        code, text = await _quick([path, "login", "status"], self.environment(), timeout)
+        code, text = await quick([path, "login", "status"], self.environment(), timeout)
         if code == 0:
             # "Logged in using an API key - sk-…": keep the method, not the masked key.
             return Detection("available", _first_line(text).split(" - ")[0] or "logged in", path)
@@ -382,7 +302,7 @@ class CopilotCli(AgentCli):
             return Detection("available", "own model provider (COPILOT_PROVIDER_API_KEY)", path)
         gh = shutil.which("gh", path=env.get("PATH"))
         if gh is not None:
-            code, _ = await _quick([gh, "auth", "status"], env, timeout)
+            code, _ = await quick([gh, "auth", "status"], env, timeout)
             if code == 0:
                 return Detection("available", "GitHub CLI token (`gh auth status`)", path)
         # `copilot login` keeps its token in the system keychain, which nothing documented
@@ -411,7 +331,7 @@ class ClaudeCli(AgentCli):
     auth_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 
     async def _check_auth(self, path: str, timeout: float) -> Detection:
-        code, text = await _quick([path, "auth", "status"], self.environment(), timeout)
+        code, text = await quick([path, "auth", "status"], self.environment(), timeout)
         status = _json_object(text)
         if status is not None and status.get("loggedIn") is True:
             return Detection("available", f"signed in ({status.get('authMethod') or 'yes'})",
@@ -473,46 +393,6 @@ def installed_unsupported(env: Mapping[str, str] | None = None) -> list[Unsuppor
         if path is not None:
             found.append(UnsupportedCli(name, label, path))
     return found
-
-
-# --- stream plumbing ----------------------------------------------------------------------------
-
-
-async def _feed_stdin(proc: asyncio.subprocess.Process, data: bytes | None) -> None:
-    if data is None or proc.stdin is None:
-        return
-    try:
-        proc.stdin.write(data)
-        await proc.stdin.drain()
-        proc.stdin.close()
-        await proc.stdin.wait_closed()
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the CLI exited without reading its prompt; its exit code says why
-
-
-async def _read_stdout(proc: asyncio.subprocess.Process, output: CliOutput, json_lines: bool
-                       ) -> None:
-    assert proc.stdout is not None
-    if json_lines:
-        while True:
-            try:
-                line = await proc.stdout.readline()
-            except ValueError:
-                continue  # a line over the limit was dropped; the next one is whole
-            if not line:
-                return
-            output.feed_line(line.decode("utf-8", errors="replace"))
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    while chunk := await proc.stdout.read(4096):
-        output.feed_chunk(decoder.decode(chunk))
-    output.feed_chunk(decoder.decode(b"", final=True))
-
-
-async def _read_stderr(proc: asyncio.subprocess.Process, tail: bytearray) -> None:
-    assert proc.stderr is not None
-    while chunk := await proc.stderr.read(4096):
-        tail.extend(chunk)
-        del tail[:-_STDERR_TAIL]
 
 
 # --- small helpers ------------------------------------------------------------------------------
