@@ -101,6 +101,10 @@ class CacheConfig(BaseModel):
                        "forever.", examples=[86400])
     max_mb: int = Field(256, gt=0, description="Size limit of the on-disk cache in MiB.",
                         examples=[256])
+    # A replayed agent turn repeats tool calls decided on a workspace that may have changed.
+    agent_runs: bool = Field(False, description="Also answer agent runs (requests offering "
+                             "tools) from the cache; off by default, so a run always asks "
+                             "the model.", examples=["true"])
 
 
 class RetryConfig(BaseModel):

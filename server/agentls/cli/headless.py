@@ -135,7 +135,8 @@ class Headless:
         self.started = time.monotonic()
         self.started_wall = time.time()
         self.report = Report(command, dry_run=bool(args.dry_run))
-        self.renderer = Renderer(quiet=args.quiet, json_mode=args.json)
+        self.renderer = Renderer(quiet=args.quiet, json_mode=args.json,
+                                 verbose=bool(getattr(args, "verbose", False)))
         self.secrets = _secret_values(os.environ)
         self.artifacts: RunArtifacts | None = None
         self.artifacts_failure: ArtifactsError | None = None
@@ -394,7 +395,8 @@ class Headless:
         self.report.iterations.append(IterationReport(
             index=self.iteration, run_id=outcome.run_id,
             duration_ms=round(1000 * (time.monotonic() - started)), turns=outcome.turns,
-            stop_reason=outcome.reason, usage=outcome.usage, changed=outcome.changed))
+            stop_reason=outcome.reason, usage=outcome.usage, changed=outcome.changed,
+            cached_turns=outcome.cached_turns))
         self.report.text = outcome.text
         if outcome.reason != "done":
             error = outcome.error
