@@ -7,7 +7,7 @@ changes are staged in the run's ChangeSet and never touch the disk (DESIGN.md de
 from __future__ import annotations
 
 import difflib
-import fnmatch
+import functools
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -89,8 +89,13 @@ def list_files(ws: Workspace, params: ListFilesParams) -> dict[str, Any]:
         return fail("NOT_A_FOLDER", f"{folder.display!r} is a file; use read_file.")
     entries = sorted(_entries(ws, folder, params.recursive))
     if params.pattern:
-        pattern = params.pattern
-        entries = [e for e in entries if _glob_match(e, pattern)]
+        try:
+            spec = _glob_spec(params.pattern)
+        except ValueError as exc:
+            return fail("BAD_PATTERN", f"{params.pattern!r} is not a valid glob ({exc}). Use "
+                        "gitignore syntax: '*.py', 'src/**/test_*.py', '/setup.py'.")
+        prefix = "" if folder.display in ("", ".") else folder.display.rstrip("/") + "/"
+        entries = [e for e in entries if _glob_match(spec, e, prefix)]
     shown = entries[:LIST_LIMIT]
     result = ok(path=folder.display, entries=shown, count=len(entries))
     if len(entries) > LIST_LIMIT:
@@ -98,9 +103,21 @@ def list_files(ws: Workspace, params: ListFilesParams) -> dict[str, Any]:
     return result
 
 
-def _glob_match(entry: str, pattern: str) -> bool:
-    name = entry.rstrip("/").rsplit("/", 1)[-1]
-    return fnmatch.fnmatchcase(entry.rstrip("/"), pattern) or fnmatch.fnmatchcase(name, pattern)
+@functools.lru_cache(maxsize=64)
+def _glob_spec(pattern: str) -> Any:
+    """Gitignore glob syntax (as ripgrep's -g and .gitignore read it): ``*`` stays within a
+    folder, ``**`` crosses folders, a pattern without ``/`` matches at any depth, a leading
+    ``/`` anchors it."""
+    from pathspec import GitIgnoreSpec
+
+    return GitIgnoreSpec.from_lines([pattern])
+
+
+def _glob_match(spec: Any, entry: str, prefix: str) -> bool:
+    """``entry`` is relative to the workspace root; the glob may be written relative to the
+    root or to the folder being listed."""
+    inside = entry[len(prefix):] if prefix and entry.startswith(prefix) else entry
+    return bool(spec.match_file(inside) or spec.match_file(entry))
 
 
 def _entries(ws: Workspace, folder: WorkspacePath, recursive: bool) -> set[str]:
