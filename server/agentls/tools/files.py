@@ -30,51 +30,48 @@ class Params(BaseModel):
 
 
 class ListFilesParams(Params):
-    path: str = Field(".", description="Folder to list, relative to the workspace root.")
-    recursive: bool = Field(False, description="List every file below the folder.")
+    path: str = Field(".", description="Folder to list.")
+    recursive: bool = Field(False, description="Include everything below it.")
     pattern: str | None = Field(
-        None, description="Glob the entries must match, e.g. '*.py' or 'src/**/test_*.py'."
+        None, description="Glob, gitignore syntax as in rg -g: '*.py', 'src/**/test_*.py', "
+        "'/setup.py' (anchored)."
     )
 
 
 class ReadFileParams(Params):
-    path: str = Field(description="File to read, relative to the workspace root.")
-    start_line: int | None = Field(None, ge=1, description="First line to show (1-based).")
-    end_line: int | None = Field(None, ge=1, description="Last line to show (inclusive).")
+    path: str = Field(description="File to read.")
+    start_line: int | None = Field(None, ge=1, description="First line (1-based).")
+    end_line: int | None = Field(None, ge=1, description="Last line (inclusive).")
 
 
 class WriteFileParams(Params):
-    path: str = Field(description="File to write, relative to the workspace root.")
-    content: str = Field(description="The full text to write.")
+    path: str = Field(description="File to write.")
+    content: str = Field(description="The full text.")
     mode: Literal["create", "overwrite", "append"] = Field(
-        "create",
-        description="create: a new file (fails if it exists); overwrite: replace the whole "
-        "file; append: add to the end.",
-    )
+        "create", description="create fails if the file exists.")
 
 
 class Edit(Params):
-    search: str = Field(description="Exact text to find; must occur exactly once. Include "
-                        "enough surrounding lines to be unique.")
-    replace: str = Field(description="Text to put in its place.")
+    search: str = Field(description="Exact text, found exactly once (include surrounding "
+                        "lines).")
+    replace: str = Field(description="Replacement.")
 
 
 class EditFileParams(Params):
-    path: str = Field(description="File to edit, relative to the workspace root.")
-    edits: list[Edit] = Field(min_length=1, description="Applied in order; all or none.")
+    path: str = Field(description="File to edit.")
+    edits: list[Edit] = Field(min_length=1, description="Applied in order, all or none.")
 
 
 class ApplyPatchParams(Params):
     patch: str = Field(
-        description="A patch in the apply_patch format: '*** Begin Patch', then sections "
-        "'*** Add File: path' (lines prefixed '+'), '*** Update File: path' (optional "
-        "'*** Move to: new path', then '@@' hunks with ' ' context, '-' removed and '+' added "
-        "lines), '*** Delete File: path', and '*** End Patch'."
+        description="'*** Begin Patch', then sections '*** Add File: path' (lines prefixed "
+        "'+'), '*** Update File: path' (optional '*** Move to: path', then '@@' hunks of ' ' "
+        "context, '-' removed, '+' added lines), '*** Delete File: path'; '*** End Patch'."
     )
 
 
 class DeleteFileParams(Params):
-    path: str = Field(description="File to delete, relative to the workspace root.")
+    path: str = Field(description="File to delete.")
 
 
 # --- list_files ----------------------------------------------------------------------------
