@@ -16,8 +16,8 @@ from typing import Any
 from agentls.cli.headless import Headless, add_common_options, positive_int
 
 DESCRIPTION = """\
-Run the agent once on a prompt. Changes are written atomically at the end; --dry-run only \
-shows the diff.
+Run the agent once on a prompt. Changes are written atomically at the end;
+--dry-run only shows the diff.
 
 Where the prompt comes from:
   -p TEXT, --prompt TEXT   TEXT is the prompt
