@@ -101,6 +101,10 @@ class CacheConfig(BaseModel):
                        "forever.", examples=[86400])
     max_mb: int = Field(256, gt=0, description="Size limit of the on-disk cache in MiB.",
                         examples=[256])
+    # A replayed agent turn repeats tool calls decided on a workspace that may have changed.
+    agent_runs: bool = Field(False, description="Also answer agent runs (requests offering "
+                             "tools) from the cache; off by default, so a run always asks "
+                             "the model.", examples=["true"])
 
 
 class RetryConfig(BaseModel):
@@ -222,13 +226,48 @@ def key_info(key: str) -> KeyInfo:
     if "api_key" in key and not key.endswith("api_key_env"):
         hint = ("API keys are never stored in configuration: put the key in the environment "
                 "variable named by backends.<name>.api_key_env (default OPENAI_API_KEY).\n")
+    nearest = nearest_key(key)
+    if nearest is not None and not hint:
+        hint = f"Did you mean {nearest}?\n"
     valid = "\n  ".join(KEYS)
     raise ConfigError(f"unknown key {key!r}.\n{hint}Valid keys:\n  {valid}")
+
+
+def nearest_key(key: str) -> str | None:
+    """The valid key closest to a mistyped one (``cache.ttl`` -> ``cache.ttl_s``), with the
+    person's own name in place of ``<name>`` (``backends.work.modle`` -> ``...work.model``)."""
+    import difflib
+
+    parts = key.split(".")
+    candidates: list[str] = []
+    for known in KEYS:
+        pattern = known.split(".")
+        if len(pattern) == len(parts):
+            known = ".".join(p if w == "<name>" else w for w, p in zip(pattern, parts, strict=True))
+        candidates.append(known)
+    found = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def check_base_url(key: str, url: str) -> None:
+    """A base URL must be an http(s) URL with a host: ``localhost:8000/v1`` is not one."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https") and parts.netloc:
+        return
+    guess = f"https://{url.split('://', 1)[1]}" if "://" in url else f"http://{url}"
+    raise ConfigError(
+        f"invalid value {url!r} for {key}: a base URL starts with http:// or https:// and "
+        f"names a host.\nExample: agentls config set {key} {guess.rstrip('/')}"
+        + ("" if guess.rstrip("/").endswith("/v1") else "/v1"))
 
 
 def parse_value(key: str, raw: str) -> Any:
     """Turn a command-line or environment string into a valid value for ``key``."""
     info = key_info(key)
+    if key.endswith(".base_url"):
+        check_base_url(key, raw.strip())
     value: Any = raw
     if raw.strip().lower() in ("none", "null") and _accepts_none(info.annotation):
         value = None

@@ -185,11 +185,11 @@ def test_human_table_says_what_to_do(tmp_path: Path, keyed_server: ReplayServer,
 
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    claude = next(line for line in lines if line.startswith("│ claude"))
+    claude = next(line for line in lines if line.startswith("claude"))
     assert "available" in claude and "signed in (claude.ai)" in claude
-    codex = next(line for line in lines if line.startswith("│ codex"))
+    codex = next(line for line in lines if line.startswith("codex"))
     assert "missing" in codex and "npm install -g @openai/codex" in codex
-    openai = next(line for line in lines if line.startswith("│ openai *"))
+    openai = next(line for line in lines if line.startswith("openai *"))
     assert "unreachable" in openai and "backends.openai.base_url" in openai
     assert "no backend detected" not in done.stderr
 

@@ -106,3 +106,18 @@ def test_an_ambiguous_prefix_asks_for_more_of_the_id(env: dict[str, str],
     ran = agentls("run", "-", "--cwd", str(tmp_path), "--session", ids[0][:common], env=env,
                   stdin="continue")
     assert ran.returncode == 64 and "2 sessions" in ran.stderr
+
+
+def test_tables_fit_80_columns(server: ReplayServer, env: dict[str, str], project: Path) -> None:
+    server.load({"steps": [{"reply": {"text": "ok"}}]})
+    long_prompt = "Please look at every module of this project and explain " * 4
+    ran = agentls("run", long_prompt, "--cwd", str(project), "--json", env=env)
+    assert ran.returncode == 0, ran.stderr
+    narrow = {**env, "COLUMNS": "80"}
+    for command in (("sessions",), ("config", "list")):
+        shown = agentls("-C", str(project), *command, env=narrow)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.strip()
+        assert max(len(line) for line in shown.stdout.splitlines()) <= 80, shown.stdout
+    listed = agentls("sessions", "--cwd", str(project), env=narrow).stdout
+    assert "…" in listed  # the long title is shortened, not wrapped over many lines

@@ -215,26 +215,32 @@ _STYLES = {"available": "green", "unsupported": "dim"}
 
 
 def _print_table(reports: list[BackendReport]) -> None:
-    from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
 
-    # Piped or redirected: one line per backend, so grep and logs see whole rows.
-    console = Console() if sys.stdout.isatty() else Console(width=512)
-    table = Table(show_lines=False, header_style="bold")
-    for column in ("backend", "type", "status", "model", "detail", "what to do"):
+    from agentls.cli.tables import new_table, table_console
+
+    console = table_console()
+    # Narrow terminals: what to do goes under the table, in whole lines, not in a thin column.
+    wide = console.width >= 120
+    table = new_table()
+    columns = ["backend", "type", "status", "model", "detail"] + (["what to do"] if wide else [])
+    for column in columns:
         table.add_column(column, overflow="fold")
     for report in reports:
         style = _STYLES.get(report.status, "yellow")
         # Text cells: details quote servers ("[Errno 111] ...") and must not read as markup.
-        table.add_row(
+        cells = [
             Text(report.name + (" *" if report.active else "")),
             Text(report.type),
             Text(report.status, style=style),
             Text(report.model or ""),
             Text(report.detail),
-            Text(report.next or ""),
-        )
+        ]
+        table.add_row(*cells, *([Text(report.next or "")] if wide else []))
     console.print(table)
     console.print("* the active backend (agentls config set backend NAME)", style="dim",
                   highlight=False)
+    if not wide:
+        for report in reports:
+            if report.next:
+                console.print(Text(f"{report.name}: {report.next}"))

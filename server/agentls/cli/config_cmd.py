@@ -87,11 +87,24 @@ def _run(args: argparse.Namespace, workspace: Path) -> int:
                 indent=2,
             ))
             return exitcodes.OK
-        width = max(len(k) for k in values)
-        for key, value in values.items():
-            print(f"{key:<{width}}  {_show(value):<28}  {loaded.source_of(key)}")
+        _print_settings(values, loaded)
         return exitcodes.OK
     raise AssertionError(args.action)
+
+
+def _print_settings(values: dict[str, Any], loaded: config.LoadedSettings) -> None:
+    from rich.text import Text
+
+    from agentls.cli.tables import new_table, table_console
+
+    table = new_table()
+    table.add_column("key", overflow="fold")
+    table.add_column("value", overflow="fold")
+    table.add_column("source", overflow="fold")
+    for key, value in values.items():
+        # Text cells: values such as "[...]" lists must not read as rich markup.
+        table.add_row(Text(key), Text(_show(value)), Text(loaded.source_of(key)))
+    table_console().print(table)
 
 
 def _unset_hint(key: str, loaded: config.LoadedSettings) -> str:

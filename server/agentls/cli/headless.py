@@ -123,16 +123,20 @@ Body = Callable[["Headless"], Awaitable[None]]
 
 class Headless:
     def __init__(self, args: argparse.Namespace, workspace: Path, *, command: str,
-                 source: str, settings_flags: dict[str, Any] | None = None) -> None:
+                 source: str, settings_flags: dict[str, Any] | None = None,
+                 inline_prompt: str | None = None, prompt_problem: str | None = None) -> None:
         self.args = args
         self.root = workspace
         self.command = command
-        self.source = source  # the prompt or task file, or "-"
+        self.source = source  # the prompt or task file, "-", or "inline"
+        self.inline_prompt = inline_prompt  # the prompt typed on the command line
+        self.prompt_problem = prompt_problem  # why the command line gives no usable prompt
         self.settings_flags = dict(settings_flags or {})
         self.started = time.monotonic()
         self.started_wall = time.time()
         self.report = Report(command, dry_run=bool(args.dry_run))
-        self.renderer = Renderer(quiet=args.quiet, json_mode=args.json)
+        self.renderer = Renderer(quiet=args.quiet, json_mode=args.json,
+                                 verbose=bool(getattr(args, "verbose", False)))
         self.secrets = _secret_values(os.environ)
         self.artifacts: RunArtifacts | None = None
         self.artifacts_failure: ArtifactsError | None = None
@@ -176,7 +180,11 @@ class Headless:
             raise Stopped("artifacts-error", str(exc)) from None
 
     def _read_prompt(self) -> str:
-        if self.source == "-":
+        if self.prompt_problem is not None:
+            raise Stopped("usage", self.prompt_problem, f"see `agentls {self.command} --help`")
+        if self.inline_prompt is not None:
+            text, where = self.inline_prompt, "the command line"
+        elif self.source == "-":
             text = sys.stdin.buffer.read().decode("utf-8-sig", errors="replace")
             where = "stdin"
         else:
@@ -201,8 +209,10 @@ class Headless:
                               ) from None
             return data.decode("utf-8-sig", errors="replace"), str(candidate)
         looked = " or ".join(str(c) for c in dict.fromkeys(candidates))
-        raise Stopped("prompt-not-found", f"prompt file not found: {looked}",
-                      "check the path, or pass - to read the prompt from stdin")
+        hint = "check the path, or pass - to read the prompt from stdin"
+        if self.command == "run":
+            hint += f"; to send {str(path)!r} itself as the prompt, use -p"
+        raise Stopped("prompt-not-found", f"prompt file not found: {looked}", hint)
 
     def _load_settings(self, **extra: Any) -> config.Settings:
         """Configuration with the command line on top (RG-002)."""
@@ -385,7 +395,8 @@ class Headless:
         self.report.iterations.append(IterationReport(
             index=self.iteration, run_id=outcome.run_id,
             duration_ms=round(1000 * (time.monotonic() - started)), turns=outcome.turns,
-            stop_reason=outcome.reason, usage=outcome.usage, changed=outcome.changed))
+            stop_reason=outcome.reason, usage=outcome.usage, changed=outcome.changed,
+            cached_turns=outcome.cached_turns))
         self.report.text = outcome.text
         if outcome.reason != "done":
             error = outcome.error

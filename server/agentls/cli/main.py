@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from agentls import __version__
 from agentls.cli import exitcodes
@@ -26,11 +26,33 @@ class _Parser(argparse.ArgumentParser):
                   f"See `{command} --help` for the options.\n")
 
 
+COMPLETION_SHELLS = ("bash", "zsh", "fish")
+
+
+class _PrintCompletion(argparse.Action):
+    """`agentls --completion SHELL`: print the shell's completion script (generated from this
+    parser by shtab, imported only here) and exit."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        import shtab
+
+        try:
+            print(shtab.complete(parser, shell=str(values)), flush=True)
+        except BrokenPipeError:  # `agentls --completion bash | head`
+            sys.stderr.close()
+        parser.exit(0)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser, or with ``only`` the one module command that will run (so
     `agentls serve` does not import what `agentls run` needs: editor start-up is measured)."""
     parser = _Parser(prog="agentls", description="An LLM coding agent for your editor and CI.")
     parser.add_argument("--version", action="version", version=f"agentls {__version__}")
+    parser.add_argument(
+        "--completion", action=_PrintCompletion, choices=COMPLETION_SHELLS, metavar="SHELL",
+        help="print the completion script for bash, zsh or fish (see README: Terminal)",
+    )
     parser.add_argument(
         "-C", "--cwd", type=Path, default=None,
         help="workspace folder (default: the current directory)",

@@ -39,8 +39,10 @@ _STATUS_LETTER = {"added": "A", "modified": "M", "deleted": "D", "renamed": "R"}
 
 class Renderer:
     def __init__(self, *, quiet: bool = False, json_mode: bool = False,
-                 stdout: TextIO | None = None, stderr: TextIO | None = None) -> None:
+                 stdout: TextIO | None = None, stderr: TextIO | None = None,
+                 verbose: bool = False) -> None:
         self.quiet = quiet
+        self.verbose = verbose  # also the details (which instruction files were loaded)
         self.json_mode = json_mode
         self.out = stdout or sys.stdout
         self.err = Console(file=stderr or sys.stderr, highlight=False, soft_wrap=True)
@@ -55,6 +57,11 @@ class Renderer:
         if isinstance(event, TextDelta):
             self._text(event.text)
         elif isinstance(event, StatusEvent):
+            if event.topic == "instructions":
+                if self.verbose:
+                    self._end_text_line()
+                    self.line(event.message)
+                return
             self._end_text_line()
             self.progress(event.message)
         elif isinstance(event, ToolCallStarted):
@@ -180,6 +187,11 @@ class Renderer:
                          "completion tokens")
         self.err.print(Text(" · ".join(parts), style="bold" if report.exit_code == 0
                             else "bold yellow"))
+        if report.cached_turns:
+            turns = sum(i.turns for i in report.iterations)
+            self.err.print(Text(f"{report.cached_turns} of {turns} answers came from the "
+                                "response cache, not the model (--no-cache asks the model)",
+                                style="yellow"))
         for change in report.changes:
             letter = _STATUS_LETTER.get(change["status"], "?")
             name = change["path"]

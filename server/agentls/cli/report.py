@@ -106,6 +106,7 @@ class IterationReport:
     usage: Usage
     changed: bool  # whether this iteration changed any file in the pending changes
     completion: Completion | None = None
+    cached_turns: int = 0  # of ``turns``, answered from the response cache
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -116,6 +117,7 @@ class IterationReport:
             "stopReason": self.stop_reason,
             "usage": usage_dict(self.usage),
             "changed": self.changed,
+            "cachedTurns": self.cached_turns,
             "completion": self.completion.to_dict() if self.completion else None,
         }
 
@@ -154,6 +156,10 @@ class Report:
         return status_of(self.stop_reason)
 
     @property
+    def cached_turns(self) -> int:
+        return sum(i.cached_turns for i in self.iterations)
+
+    @property
     def usage(self) -> Usage:
         total = Usage()
         for iteration in self.iterations:
@@ -178,6 +184,7 @@ class Report:
             "durationMs": self.duration_ms,
             "iterations": [i.to_dict() for i in self.iterations],
             "usage": usage_dict(self.usage),
+            "cached": self.cached_turns > 0,
             "changes": self.changes,
             "applied": self.applied,
             "changesNote": self.changes_note,

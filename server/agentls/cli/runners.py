@@ -45,6 +45,7 @@ class Outcome:
     turns: int = 0
     changed: bool = False
     error: ErrorInfo | None = None
+    cached_turns: int = 0  # answers replayed from the response cache
 
 
 @dataclass
@@ -114,7 +115,8 @@ class EngineRunner:
             self._actions.append(result.actions_message_id)
         reason, error = _engine_stop(result)
         return Outcome(reason, run_id, result.text, result.usage, result.iterations,
-                       _fingerprint(self.workspace.changeset) != before, error)
+                       _fingerprint(self.workspace.changeset) != before, error,
+                       result.cached_turns)
 
     def cancel(self) -> bool:
         return self._run_id is not None and self.agent.cancel(self._run_id)

@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 if TYPE_CHECKING:
@@ -76,9 +78,21 @@ def protocol_streams() -> tuple[BinaryIO, BinaryIO]:
     return cast(BinaryIO, protocol_in), cast(BinaryIO, protocol_out)
 
 
+# Shown when a person starts `agentls serve` in a terminal rather than an editor.
+TTY_NOTICE = (
+    "agentls serve speaks the Language Server Protocol on stdin/stdout: your editor starts "
+    "it (VS Code: the AgentLS extension; Neovim: clients/neovim; any LSP client: command "
+    "`agentls serve`). To use AgentLS from a terminal: `agentls run \"...\"`. Ctrl-C quits."
+)
+
+
 def run(args: argparse.Namespace, workspace: Path) -> int:
     from agentls.lsp.server import create_server
 
+    person = args.tcp is None and sys.stdin.isatty()
+    if person:
+        signal.signal(signal.SIGINT, _quit_from_terminal)
+        print(TTY_NOTICE, file=sys.stderr, flush=True)
     server = create_server()
     configure_logging(server, args.verbose, args.log_file)
     if args.tcp is not None:
@@ -88,3 +102,12 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
         protocol_in, protocol_out = protocol_streams()
         server.start_io(protocol_in, protocol_out)
     return 0
+
+
+def _quit_from_terminal(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C in a terminal. pygls catches KeyboardInterrupt, then waits for its stdin reader
+    thread, which is blocked reading the terminal: the server would never stop. No editor is
+    attached (stdin is a terminal), and the session store commits each write, so end now."""
+    print("agentls serve: stopped", file=sys.stderr, flush=True)
+    logging.shutdown()
+    os._exit(0)

@@ -98,10 +98,20 @@ def _print_list(sessions: list[SessionInfo], as_json: bool, workspace: Path) -> 
     if not sessions:
         print(f"no sessions in {workspace}", file=sys.stderr)
         return
+    from agentls.cli.tables import new_table, table_console
+
+    table = new_table()
+    table.add_column("id", no_wrap=True, min_width=12)  # `sessions show` takes a prefix
+    table.add_column("updated", no_wrap=True)
+    table.add_column("backend/model", overflow="fold", ratio=2)
+    table.add_column("mode", overflow="ellipsis", no_wrap=True)
+    table.add_column("msgs", justify="right", no_wrap=True)
+    table.add_column("title", overflow="ellipsis", no_wrap=True, ratio=3)
     for info in sessions:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at))
-        print(f"{info.id}  {when}  {info.backend}/{info.model}  {info.mode:<10}  "
-              f"{info.message_count:>4} msgs  {info.title or '(untitled)'}")
+        table.add_row(Text(info.id), when, Text(f"{info.backend}/{info.model}"),
+                      info.mode, str(info.message_count), Text(info.title or "(untitled)"))
+    table_console().print(table)
 
 
 def _find(store: SessionStore, wanted: str) -> list[SessionInfo]:

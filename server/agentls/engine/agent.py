@@ -132,6 +132,7 @@ class RunResult:
     commands: list[tuple[str, int | None]] = field(default_factory=list)
     actions_message_id: int | None = None
     diffs: list[FileDiff] = field(default_factory=list)  # of the changes to send, if any
+    cached_turns: int = 0  # model answers replayed from the response cache
 
 
 @dataclass
@@ -159,6 +160,7 @@ class _Run:
         self.answers: list[tuple[str, tuple[tuple[str, str], ...]]] = []
         self.commands: list[tuple[str, int | None]] = []
         self.open_calls: list[ToolCall] = []  # calls stored without results yet
+        self.cached_turns = 0
 
 
 class Agent:
@@ -266,6 +268,9 @@ class Agent:
                 if not state.system:  # levels 1-3: once per session, then never changed
                     state.facts, state.instructions = await self.project_context(workspace)
                     state.system = context.system_messages(state.facts, state.instructions)
+                    summary = state.instructions.summary()
+                    log.info("session %s: %s", session_id, summary)
+                    frontend.on_event(StatusEvent(message=summary, topic="instructions"))
                 run.history = await self._maybe_compact(session, backend, run.history, seqs,
                                                         state.system)
                 prompt = request.prompt
@@ -314,10 +319,10 @@ class Agent:
         if diffs:
             frontend.on_event(_edit_event(diffs, workspace))
         text = "".join(run.text_parts)
-        frontend.on_event(DoneEvent(stop_reason=stop, text=text))
+        frontend.on_event(DoneEvent(stop_reason=stop, text=text, cached_turns=run.cached_turns))
         return RunResult(
             run_id, session_id, stop, text, changeset, run.usage, run.iterations, send,
-            error, error_message, run.commands, actions_id, diffs,
+            error, error_message, run.commands, actions_id, diffs, run.cached_turns,
         )
 
     async def _loop(
@@ -404,12 +409,14 @@ class Agent:
                                          delay=notice.delay, reason=notice.reason))
 
         shrunk = False
+        # Agent turns (tools offered) are not replayed from the cache unless configured.
+        use_cache = request.use_cache and (not specs or self.settings.cache.agent_runs)
         while True:
             chat = ChatRequest(trimmed.messages, tools=specs)
             try:
                 response: ChatResponse | None = None
                 async for chunk in backend.stream(chat, on_retry=on_retry,
-                                                  use_cache=request.use_cache):
+                                                  use_cache=use_cache):
                     if chunk.kind == "text" and chunk.text:
                         if run.break_before_text and any(run.text_parts):
                             run.text_parts.append("\n\n")
@@ -431,6 +438,8 @@ class Agent:
                 trimmed = harder
                 continue
             run.usage = run.usage + response.usage
+            if response.cached:
+                run.cached_turns += 1
             if not response.cached and response.usage.prompt_tokens:
                 self.estimator.observe_request(key, chat.messages, specs,
                                                response.usage.prompt_tokens)

@@ -51,6 +51,7 @@ class ToolResultEvent(Event):
 class StatusEvent(Event):
     message: str = ""
     iteration: int = 0
+    topic: str = ""  # "instructions": which instruction files were loaded (shown with -v)
     kind: EventKind = "status"
 
 
@@ -88,6 +89,7 @@ class EditEvent(Event):
 class DoneEvent(Event):
     stop_reason: str = "done"
     text: str = ""
+    cached_turns: int = 0  # model answers replayed from the response cache, not asked
     kind: EventKind = "done"
 
 

@@ -1,9 +1,16 @@
-"""Level 2 of the prompt: the person's instructions for this workspace (``AGENTS.md``,
-``.agentls/instructions.md``). The levels are described in :mod:`agentls.engine.context`.
+"""Level 2 of the prompt: the person's instructions for this workspace (``AGENTS.md`` at the
+root and in sub-folders, ``.agentls/instructions.md``; ``CLAUDE.md`` and
+``.github/copilot-instructions.md`` where a root has no ``AGENTS.md``). The levels are
+described in :mod:`agentls.engine.context`.
+
+Nested ``AGENTS.md`` files follow the agents.md convention: each applies to the files under its
+folder, and the one closest to a file wins. They are all loaded once per session (the level
+must not change between iterations) with their scope named, so the model applies the closest.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,7 +18,16 @@ from agentls.engine.file_text import IncludedFile, cut_bytes, read_inside
 from agentls.tools.workspace import Workspace
 
 INSTRUCTION_FILES = ("AGENTS.md", ".agentls/instructions.md")
+# Read only where a root has no AGENTS.md (what other agents' users already wrote).
+FALLBACK_FILES = ("CLAUDE.md", ".github/copilot-instructions.md")
 INSTRUCTIONS_CAP_BYTES = 32 * 1024
+# All instruction files together; nested ones beyond it are named, for the model to read.
+INSTRUCTIONS_TOTAL_CAP_BYTES = 64 * 1024
+NESTED_SCAN_LIMIT = 5_000  # folders looked at for nested AGENTS.md files
+_SKIPPED_FOLDERS = frozenset({
+    "node_modules", "__pycache__", ".git", "dist", "build", "coverage", ".venv", "venv",
+    ".tox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".next", ".cache", ".agentls",
+})
 
 
 @dataclass(frozen=True)
@@ -21,6 +37,7 @@ class InstructionFile:
     text: str
     size: int  # bytes on disk
     cut: bool
+    scope: str = ""  # folder a nested AGENTS.md applies to ("src/api/"); "" = the whole root
 
 
 @dataclass(frozen=True)
@@ -28,9 +45,10 @@ class Instructions:
     """Level 2: the person's own instructions for this workspace."""
 
     files: tuple[InstructionFile, ...] = ()
+    not_included: tuple[str, ...] = ()  # nested AGENTS.md paths beyond the total cap
 
     def render(self) -> str:
-        if not self.files:
+        if not self.files and not self.not_included:
             return ""
         parts = [
             "# Workspace instructions\n"
@@ -45,8 +63,25 @@ class Instructions:
                     f"\n\n[... cut: {item.path} is {item.size:,} bytes; only the first "
                     f"{INSTRUCTIONS_CAP_BYTES // 1024} KiB are included]"
                 )
-            parts.append(f"## {item.path}\n{body}")
+            heading = f"## {item.path}"
+            if item.scope:
+                heading += (f" (applies to files under {item.scope}; where it disagrees with "
+                            "instructions of a parent folder, it wins)")
+            parts.append(f"{heading}\n{body}")
+        if self.not_included:
+            listed = ", ".join(self.not_included)
+            parts.append(f"More AGENTS.md files apply to their folders: {listed}. Read the "
+                         "one closest to a file (read_file) before changing files there.")
         return "\n\n".join(parts)
+
+    def summary(self) -> str:
+        """One line for people: which files were loaded (`agentls run -v`, the LSP log)."""
+        if not self.files and not self.not_included:
+            return "instructions: none (no AGENTS.md, CLAUDE.md, .github/copilot-instructions.md "\
+                "or .agentls/instructions.md)"
+        names = [f.path + (" (cut)" if f.cut else "") for f in self.files]
+        names += [f"{p} (too much in all: named, not included)" for p in self.not_included]
+        return "instructions: " + ", ".join(names)
 
     def included_files(self) -> tuple[IncludedFile, ...]:
         return tuple(
@@ -57,16 +92,23 @@ class Instructions:
 
 
 def load_instructions(ws: Workspace) -> Instructions:
-    """Read ``AGENTS.md`` and ``.agentls/instructions.md`` of every root, each capped.
+    """Read the instruction files of every root, each capped, nested ones after the root's.
 
     They are read straight from disk, not through the fence (``.agentls/`` is denied to the
     model's tools, but these are the person's own words); a path that resolves outside its
     root, or to anything but a regular file, is skipped.
     """
     found: list[InstructionFile] = []
+    more: list[str] = []
     seen: set[Path] = set()
+    total = 0
     for root in ws.roots:
-        for rel in INSTRUCTION_FILES:
+        names = list(INSTRUCTION_FILES)
+        nested = _nested_agents_files(ws, root)
+        if not (root / "AGENTS.md").is_file():
+            names[1:1] = FALLBACK_FILES
+        for rel in [*names, *nested]:
+            scope = "" if rel in names else ws.display_path(root / rel).rsplit("/", 1)[0] + "/"
             read = read_inside(root, root / rel, INSTRUCTIONS_CAP_BYTES + 1)
             if read is None or read.real in seen:
                 continue
@@ -74,6 +116,28 @@ def load_instructions(ws: Workspace) -> Instructions:
             text, cut = cut_bytes(read.data, read.size, INSTRUCTIONS_CAP_BYTES)
             if not text.strip():
                 continue
-            found.append(InstructionFile(ws.display_path(root / rel), read.real, text,
-                                         read.size, cut))
-    return Instructions(tuple(found))
+            shown = ws.display_path(root / rel)
+            if scope and total + len(text.encode()) > INSTRUCTIONS_TOTAL_CAP_BYTES:
+                more.append(shown)
+                continue
+            total += len(text.encode())
+            found.append(InstructionFile(shown, read.real, text, read.size, cut, scope))
+    return Instructions(tuple(found), tuple(more))
+
+
+def _nested_agents_files(ws: Workspace, root: Path) -> list[str]:
+    """``AGENTS.md`` files in sub-folders (relative, shallow first), skipping ignored and
+    noise folders; bounded so a huge repository does not slow a session's start."""
+    found: list[str] = []
+    budget = NESTED_SCAN_LIMIT
+    for folder, dirs, files in os.walk(root):
+        budget -= 1
+        if budget <= 0:
+            break
+        here = Path(folder)
+        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_FOLDERS
+                         and not os.path.islink(os.path.join(folder, d))
+                         and ws.is_visible(here / d))
+        if here != root and "AGENTS.md" in files:
+            found.append((here / "AGENTS.md").relative_to(root).as_posix())
+    return sorted(found, key=lambda p: (p.count("/"), p))

@@ -8,6 +8,7 @@ anything that looks like one from metadata before it is written.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -230,17 +231,44 @@ def _user_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
+# State stays out of git; config.toml and instructions.md are meant to be committed (DESIGN 9).
+STATE_GITIGNORE = """\
+# Written by AgentLS. Local state is ignored; config.toml and instructions.md are meant to be
+# committed and shared with the team.
+state.db*
+index.db*
+runs/
+scratch/
+cache/
+explain/
+*.bak
+*.tmp
+"""
+_OLD_GITIGNORES = ("*\n", "*")  # what versions before 0.2 wrote: it hid config.toml too
+
+
 def ensure_state_dir(root: Path) -> Path:
-    """The workspace's ``.agentls/`` folder, created with a ``.gitignore`` of ``*`` so git never
-    sees it (an existing ``.gitignore`` is left as the person wrote it)."""
+    """The workspace's ``.agentls/`` folder, with a ``.gitignore`` that keeps state out of git
+    and lets config and instructions be committed. One written by an older version (``*``)
+    is upgraded; one the person wrote is left alone."""
     state_dir = root / STATE_DIR
     state_dir.mkdir(parents=True, exist_ok=True)
+    ignore = state_dir / ".gitignore"
     try:
-        with (state_dir / ".gitignore").open("x", encoding="utf-8") as handle:
-            handle.write("*\n")
+        with ignore.open("x", encoding="utf-8") as handle:
+            handle.write(STATE_GITIGNORE)
     except FileExistsError:
-        pass
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            if ignore.read_text(encoding="utf-8") in _OLD_GITIGNORES:
+                _replace_text(ignore, STATE_GITIGNORE)
     return state_dir
+
+
+def _replace_text(path: Path, text: str) -> None:
+    """Write through a temporary file and rename, so no half-written file is ever seen."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
 
 
 # --- the store --------------------------------------------------------------------------------

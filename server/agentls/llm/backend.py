@@ -51,8 +51,10 @@ class BackendError(Exception):
         retry_after: float | None = None,
         backend: str = "",
         partial: ChatResponse | None = None,
+        hint: str | None = None,
     ) -> None:
         super().__init__(message)
+        self._hint = hint  # a more precise hint than the kind's, when the cause is known
         self.kind: ErrorKind = kind
         self.message = message
         self.status_code = status_code
@@ -63,6 +65,8 @@ class BackendError(Exception):
 
     @property
     def hint(self) -> str:
+        if self._hint is not None:
+            return self._hint
         if self.kind == "connection" and self.partial is not None:
             return "the server was reached but the answer was cut off; try again"
         return HINTS[self.kind]
@@ -108,6 +112,16 @@ def classify_status(status: int, body: str) -> tuple[ErrorKind, bool]:
     if status >= 500:
         return "server_error", True
     return "bad_request", False
+
+
+def missing_v1_hint(base_url: str, status: int, body: str, backend: str) -> str | None:
+    """A 404 that names no model, from a base URL that does not end in ``/v1``, is almost
+    always the URL missing its ``/v1`` (``http://localhost:11434`` for Ollama)."""
+    url = base_url.rstrip("/")
+    if status != 404 or url.endswith("/v1") or _MODEL_NOT_FOUND.search(body):
+        return None
+    return (f"the server has no chat-completions route at {url}: did you mean {url}/v1? "
+            f"(`agentls config set backends.{backend}.base_url {url}/v1`)")
 
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")

@@ -20,6 +20,7 @@ from agentls.llm.backend import (
     BackendError,
     RetryCallback,
     classify_status,
+    missing_v1_hint,
     retry_after_from_headers,
 )
 from agentls.llm.cache import ResponseCache, request_key
@@ -205,7 +206,8 @@ class OpenAICompatBackend:
                         yield ChatChunk("text", text=delta)
         except (openai.APIError, httpx2.HTTPError) as exc:
             partial = assembler.response() if assembler.text or assembler.calls else None
-            raise self._error(exc, partial=partial, mid_stream=partial is not None) from exc
+            raise self._error(exc, partial=partial, mid_stream=partial is not None,
+                              model=params["model"]) from exc
         except ValueError as exc:  # an event that is not JSON: a proxy's page, a broken server
             partial = assembler.response() if assembler.text or assembler.calls else None
             raise BackendError(
@@ -249,7 +251,7 @@ class OpenAICompatBackend:
         try:
             raw = await self._client.chat.completions.create(**params, stream=False)
         except (openai.APIError, httpx2.HTTPError) as exc:
-            raise self._error(exc) from exc
+            raise self._error(exc, model=params["model"]) from exc
         if not getattr(raw, "choices", None):
             # The SDK hands back the body as text when it is not JSON (an HTML error page).
             said = " ".join(str(raw).split())[:160]
@@ -285,7 +287,8 @@ class OpenAICompatBackend:
     # --- errors -------------------------------------------------------------------------------
 
     def _error(
-        self, exc: Exception, *, partial: ChatResponse | None = None, mid_stream: bool = False
+        self, exc: Exception, *, partial: ChatResponse | None = None, mid_stream: bool = False,
+        model: str | None = None,
     ) -> BackendError:
         url = self.config.base_url
         if isinstance(exc, openai.APIStatusError):
@@ -295,8 +298,10 @@ class OpenAICompatBackend:
             message = _server_message(body) or exc.message
             if kind == "auth" and not self._has_key and self.config.api_key_env:
                 message += f" (the environment variable {self.config.api_key_env} is not set)"
+            hint = None
             if kind == "model_not_found":
-                message += f" (model {self.config.model!r} at {url})"
+                message += f" (model {(model or self.config.model)!r} at {url})"
+                hint = missing_v1_hint(url, exc.status_code, text, self.name)
             return BackendError(
                 kind,
                 message,
@@ -305,6 +310,7 @@ class OpenAICompatBackend:
                 retry_after=retry_after_from_headers(exc.response.headers),
                 backend=self.name,
                 partial=partial,
+                hint=hint,
             )
         if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
             return BackendError(

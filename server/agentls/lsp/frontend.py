@@ -82,6 +82,8 @@ class LspFrontend:
         if self.finished:
             return
         self.finished = True
+        # Says when any answer was replayed from the response cache rather than the model.
+        fields.setdefault("cachedTurns", self.done.cached_turns if self.done else 0)
         self.emit("done", stopReason=stop_reason, text=text, **fields)
         if self.progress is not None:
             self.progress.end(stop_reason.replace("_", " "))

@@ -7,7 +7,7 @@ changes are staged in the run's ChangeSet and never touch the disk (DESIGN.md de
 from __future__ import annotations
 
 import difflib
-import fnmatch
+import functools
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -30,51 +30,48 @@ class Params(BaseModel):
 
 
 class ListFilesParams(Params):
-    path: str = Field(".", description="Folder to list, relative to the workspace root.")
-    recursive: bool = Field(False, description="List every file below the folder.")
+    path: str = Field(".", description="Folder to list.")
+    recursive: bool = Field(False, description="Include everything below it.")
     pattern: str | None = Field(
-        None, description="Glob the entries must match, e.g. '*.py' or 'src/**/test_*.py'."
+        None, description="Glob, gitignore syntax as in rg -g: '*.py', 'src/**/test_*.py', "
+        "'/setup.py' (anchored)."
     )
 
 
 class ReadFileParams(Params):
-    path: str = Field(description="File to read, relative to the workspace root.")
-    start_line: int | None = Field(None, ge=1, description="First line to show (1-based).")
-    end_line: int | None = Field(None, ge=1, description="Last line to show (inclusive).")
+    path: str = Field(description="File to read.")
+    start_line: int | None = Field(None, ge=1, description="First line (1-based).")
+    end_line: int | None = Field(None, ge=1, description="Last line (inclusive).")
 
 
 class WriteFileParams(Params):
-    path: str = Field(description="File to write, relative to the workspace root.")
-    content: str = Field(description="The full text to write.")
+    path: str = Field(description="File to write.")
+    content: str = Field(description="The full text.")
     mode: Literal["create", "overwrite", "append"] = Field(
-        "create",
-        description="create: a new file (fails if it exists); overwrite: replace the whole "
-        "file; append: add to the end.",
-    )
+        "create", description="create fails if the file exists.")
 
 
 class Edit(Params):
-    search: str = Field(description="Exact text to find; must occur exactly once. Include "
-                        "enough surrounding lines to be unique.")
-    replace: str = Field(description="Text to put in its place.")
+    search: str = Field(description="Exact text, found exactly once (include surrounding "
+                        "lines).")
+    replace: str = Field(description="Replacement.")
 
 
 class EditFileParams(Params):
-    path: str = Field(description="File to edit, relative to the workspace root.")
-    edits: list[Edit] = Field(min_length=1, description="Applied in order; all or none.")
+    path: str = Field(description="File to edit.")
+    edits: list[Edit] = Field(min_length=1, description="Applied in order, all or none.")
 
 
 class ApplyPatchParams(Params):
     patch: str = Field(
-        description="A patch in the apply_patch format: '*** Begin Patch', then sections "
-        "'*** Add File: path' (lines prefixed '+'), '*** Update File: path' (optional "
-        "'*** Move to: new path', then '@@' hunks with ' ' context, '-' removed and '+' added "
-        "lines), '*** Delete File: path', and '*** End Patch'."
+        description="'*** Begin Patch', then sections '*** Add File: path' (lines prefixed "
+        "'+'), '*** Update File: path' (optional '*** Move to: path', then '@@' hunks of ' ' "
+        "context, '-' removed, '+' added lines), '*** Delete File: path'; '*** End Patch'."
     )
 
 
 class DeleteFileParams(Params):
-    path: str = Field(description="File to delete, relative to the workspace root.")
+    path: str = Field(description="File to delete.")
 
 
 # --- list_files ----------------------------------------------------------------------------
@@ -89,8 +86,13 @@ def list_files(ws: Workspace, params: ListFilesParams) -> dict[str, Any]:
         return fail("NOT_A_FOLDER", f"{folder.display!r} is a file; use read_file.")
     entries = sorted(_entries(ws, folder, params.recursive))
     if params.pattern:
-        pattern = params.pattern
-        entries = [e for e in entries if _glob_match(e, pattern)]
+        try:
+            spec = _glob_spec(params.pattern)
+        except ValueError as exc:
+            return fail("BAD_PATTERN", f"{params.pattern!r} is not a valid glob ({exc}). Use "
+                        "gitignore syntax: '*.py', 'src/**/test_*.py', '/setup.py'.")
+        prefix = "" if folder.display in ("", ".") else folder.display.rstrip("/") + "/"
+        entries = [e for e in entries if _glob_match(spec, e, prefix)]
     shown = entries[:LIST_LIMIT]
     result = ok(path=folder.display, entries=shown, count=len(entries))
     if len(entries) > LIST_LIMIT:
@@ -98,9 +100,21 @@ def list_files(ws: Workspace, params: ListFilesParams) -> dict[str, Any]:
     return result
 
 
-def _glob_match(entry: str, pattern: str) -> bool:
-    name = entry.rstrip("/").rsplit("/", 1)[-1]
-    return fnmatch.fnmatchcase(entry.rstrip("/"), pattern) or fnmatch.fnmatchcase(name, pattern)
+@functools.lru_cache(maxsize=64)
+def _glob_spec(pattern: str) -> Any:
+    """Gitignore glob syntax (as ripgrep's -g and .gitignore read it): ``*`` stays within a
+    folder, ``**`` crosses folders, a pattern without ``/`` matches at any depth, a leading
+    ``/`` anchors it."""
+    from pathspec import GitIgnoreSpec
+
+    return GitIgnoreSpec.from_lines([pattern])
+
+
+def _glob_match(spec: Any, entry: str, prefix: str) -> bool:
+    """``entry`` is relative to the workspace root; the glob may be written relative to the
+    root or to the folder being listed."""
+    inside = entry[len(prefix):] if prefix and entry.startswith(prefix) else entry
+    return bool(spec.match_file(inside) or spec.match_file(entry))
 
 
 def _entries(ws: Workspace, folder: WorkspacePath, recursive: bool) -> set[str]:

@@ -88,13 +88,12 @@ class _Params(BaseModel):
 
 
 class SearchTextParams(_Params):
-    query: str = Field(min_length=1, description="Text (or regular expression) to find.")
-    path: str = Field(".", description="Folder or file to search, relative to the root.")
-    regex: bool = Field(False, description="Treat query as a regular expression.")
-    case_sensitive: bool = Field(False, description="Match upper/lower case exactly.")
-    glob: str | None = Field(None, description="Only files matching this glob, e.g. '*.py'.")
-    max_results: int = Field(50, ge=1, le=search.MAX_RESULTS_LIMIT,
-                             description="Most matches to return.")
+    query: str = Field(min_length=1, description="Text to find.")
+    path: str = Field(".", description="Folder or file to search.")
+    regex: bool = Field(False, description="query is a regular expression.")
+    case_sensitive: bool = Field(False)
+    glob: str | None = Field(None, description="Only files matching this glob ('*.py').")
+    max_results: int = Field(50, ge=1, le=search.MAX_RESULTS_LIMIT)
 
 
 class ShellExecParams(_Params):
@@ -109,12 +108,12 @@ class GitStatusParams(_Params):
 
 
 class GitDiffParams(_Params):
-    path: str | None = Field(None, description="Limit the diff to this file or folder.")
-    staged: bool = Field(False, description="Show staged changes instead of unstaged ones.")
+    path: str | None = Field(None, description="Only this file or folder.")
+    staged: bool = Field(False, description="Staged changes instead of unstaged.")
 
 
 class GitLogParams(_Params):
-    n: int = Field(5, ge=1, le=git.MAX_LOG_ENTRIES, description="How many commits to show.")
+    n: int = Field(5, ge=1, le=git.MAX_LOG_ENTRIES, description="Number of commits.")
 
 
 def _sync(function: Callable[[Workspace, Any], dict[str, Any]], *, thread: bool) -> Runner:
@@ -150,41 +149,42 @@ async def _git_log(ctx: ToolContext, p: GitLogParams) -> dict[str, Any]:
 
 
 DEFAULT_TOOLS: tuple[ToolDef, ...] = (
-    ToolDef("list_files", "List the files and folders in a folder of the workspace (sorted; "
-            "ignored and secret files are not shown). Folders end with '/'.",
+    ToolDef("list_files", "List a folder (sorted; ignored and secret files hidden). Folders "
+            "end with '/'.",
             files.ListFilesParams, _sync(files.list_files, thread=True), True),
-    ToolDef("read_file", "Read a text file with line numbers. Read a file before editing it. "
-            "Long files are cut at 2,000 lines: ask for a range with start_line/end_line.",
+    ToolDef("read_file", "Read a text file with line numbers; read before editing. Over 2,000 "
+            "lines it is cut: ask for start_line/end_line.",
             files.ReadFileParams, _sync(files.read_file, thread=True), True),
-    ToolDef("search_text", "Search the workspace for text or a regular expression (ripgrep). "
-            "Returns path:line:column and the matching line.",
+    ToolDef("search_text", "Search file contents (ripgrep). Returns path:line:column: line.",
             SearchTextParams, _search, True),
-    ToolDef("write_file", "Create a new file, or replace/append to one. Prefer edit_file or "
-            "apply_patch for changes to existing files. Changes are shown to the person as a "
-            "diff to accept or reject.",
+    ToolDef("write_file", "Create a file, or overwrite/append to one; to change an existing "
+            "file prefer edit_file or apply_patch. The person reviews every change as a diff.",
             files.WriteFileParams, _sync(files.write_file, thread=False), False),
-    ToolDef("edit_file", "Change an existing file by exact search/replace blocks. Each search "
-            "text must appear exactly once: include a few surrounding lines.",
+    ToolDef("edit_file", "Change a file by exact search/replace blocks.",
             files.EditFileParams, _sync(files.edit_file, thread=False), False),
-    ToolDef("apply_patch", "Apply a multi-file patch in the apply_patch format (add, update, "
-            "move, delete files). All of it applies or none of it.",
+    ToolDef("apply_patch", "Add, update, move and delete files in one patch; all of it "
+            "applies or none.",
             files.ApplyPatchParams, _sync(files.apply_patch, thread=False), False),
     ToolDef("delete_file", "Delete a file (not a folder).",
             files.DeleteFileParams, _sync(files.delete_file, thread=False), False),
     ToolDef("shell_exec", "Run a shell command in the workspace (tests, builds, linters). May "
             "need the person's approval. Output is cut to its head and tail.",
             ShellExecParams, _shell, False),
-    ToolDef("git_status", "Show the branch and changed files of the workspace's repository.",
+    ToolDef("git_status", "The branch and changed files.",
             GitStatusParams, _git_status, True),
-    ToolDef("git_diff", "Show uncommitted changes (or staged ones) as a unified diff.",
+    ToolDef("git_diff", "Uncommitted (or staged) changes as a unified diff.",
             GitDiffParams, _git_diff, True),
-    ToolDef("git_log", "Show the last commits.", GitLogParams, _git_log, True),
+    ToolDef("git_log", "The last commits.", GitLogParams, _git_log, True),
 )
 
 
 @functools.cache
 def schema_of(params: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema of a parameter model, inlined and without titles; computed once."""
+    """The JSON Schema of a parameter model, inlined and without titles; computed once.
+
+    It is sent with every request, so it is kept lean: an optional ``X | None = None`` is
+    written as plain ``X`` (leaving it out of ``required`` already says it may be omitted).
+    """
     raw = params.model_json_schema()
     definitions = raw.pop("$defs", {})
 
@@ -192,6 +192,7 @@ def schema_of(params: type[BaseModel]) -> dict[str, Any]:
         if isinstance(node, dict):
             if "$ref" in node:
                 return clean(definitions[node["$ref"].rsplit("/", 1)[-1]])
+            node = _without_null_option(node)
             return {k: clean(v) for k, v in node.items() if k != "title"}
         if isinstance(node, list):
             return [clean(item) for item in node]
@@ -200,6 +201,17 @@ def schema_of(params: type[BaseModel]) -> dict[str, Any]:
     schema: dict[str, Any] = clean(raw)
     schema.setdefault("properties", {})
     return schema
+
+
+def _without_null_option(node: dict[str, Any]) -> dict[str, Any]:
+    """``{"anyOf": [X, {"type": "null"}], "default": null}`` -> ``X`` (with the description)."""
+    options = node.get("anyOf")
+    if not (isinstance(options, list) and len(options) == 2 and {"type": "null"} in options
+            and node.get("default") is None):
+        return node
+    (kept,) = [o for o in options if o != {"type": "null"}]
+    rest = {k: v for k, v in node.items() if k not in ("anyOf", "default")}
+    return {**kept, **rest}
 
 
 class ToolBox:

@@ -14,6 +14,7 @@ import pytest
 
 from agentls.engine.sessions import (
     SCHEMA_VERSION,
+    STATE_GITIGNORE,
     SchemaTooNew,
     SessionNotFound,
     SessionStore,
@@ -36,17 +37,25 @@ def raw(path: Path) -> sqlite3.Connection:
 # --- files and schema -------------------------------------------------------------------------
 
 
-def test_for_workspace_hides_its_folder_from_git(tmp_path: Path) -> None:
+def test_for_workspace_hides_its_state_from_git(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     with SessionStore.for_workspace(tmp_path) as store:
         store.create_session(backend="openai", model="m")
         assert store.path == tmp_path / ".agentls" / "state.db"
-    assert (tmp_path / ".agentls" / ".gitignore").read_text() == "*\n"
+    state = tmp_path / ".agentls"
+    for name in ("index.db", "runs/1/meta.json", "scratch/x", "cache/y", "explain/z.md"):
+        (state / name).parent.mkdir(parents=True, exist_ok=True)
+        (state / name).write_text("local state\n")
+    (state / "config.toml").write_text("max_iterations = 3\n")
+    (state / "instructions.md").write_text("Use tabs.\n")
     status = subprocess.run(
         ["git", "status", "--porcelain", "--untracked-files=all"],
         cwd=tmp_path, capture_output=True, text=True, check=True,
     )
-    assert status.stdout == ""
+    # Only what the team shares shows up: the ignore file itself, config and instructions.
+    assert sorted(status.stdout.split()) == sorted([
+        "??", "??", "??", ".agentls/.gitignore", ".agentls/config.toml",
+        ".agentls/instructions.md"])
 
 
 def test_an_existing_gitignore_is_left_alone(tmp_path: Path) -> None:
@@ -54,6 +63,14 @@ def test_an_existing_gitignore_is_left_alone(tmp_path: Path) -> None:
     (tmp_path / ".agentls" / ".gitignore").write_text("state.db\n")
     SessionStore.for_workspace(tmp_path).close()
     assert (tmp_path / ".agentls" / ".gitignore").read_text() == "state.db\n"
+
+
+def test_the_catch_all_gitignore_of_older_versions_is_upgraded(tmp_path: Path) -> None:
+    (tmp_path / ".agentls").mkdir()
+    (tmp_path / ".agentls" / ".gitignore").write_text("*\n")
+    SessionStore.for_workspace(tmp_path).close()
+    assert (tmp_path / ".agentls" / ".gitignore").read_text() == STATE_GITIGNORE
+    assert not [p for p in (tmp_path / ".agentls").iterdir() if p.name.endswith(".tmp")]
 
 
 def test_connection_settings_and_schema_version(store: SessionStore) -> None:
