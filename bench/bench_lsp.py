@@ -305,8 +305,11 @@ async def _first_chat_once_settled(root: Path, options: dict[str, Any]) -> float
         if "project facts gathered in the background" in message and not gathered.done():
             gathered.set_result(None)
 
+    def chat_event(params: Any) -> None:
+        first_text.on_event(params)
+
     client, _ = await start(OURS, root, options, {
-        "agentls/chatEvent": first_text.on_event, "window/logMessage": log_message})
+        "agentls/chatEvent": chat_event, "window/logMessage": log_message})
     try:
         await asyncio.wait_for(gathered, timeout=120)
         arrived = first_text.arm()
