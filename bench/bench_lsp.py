@@ -261,6 +261,7 @@ async def _chat_figures(folder: Path) -> list[Figure]:
                 return first
 
             first_chat, session = await chat(None)  # loads the engine, gathers project facts
+            settled = await _first_chat_once_settled(root, options)
             for _ in range(3):
                 await chat(session)
                 await model_ttft()
@@ -268,6 +269,12 @@ async def _chat_figures(folder: Path) -> list[Figure]:
                 f"chat on {WORKSPACE_FILES:,} files, first chat after start-up (engine "
                 "imported, store opened, project facts gathered): first text event",
                 first_chat * 1000, "ms")]
+            ttft = median_ms([await model_ttft() for _ in range(5)])
+            figures.append(Figure(
+                f"chat on {WORKSPACE_FILES:,} files, first chat once the start-up work is done "
+                "(the facts gathered in the background after initialized): first text event "
+                f"minus the model's own time to first token ({ttft:.1f} ms)",
+                settled * 1000 - ttft, "ms", None, "<= 150 ms", settled * 1000 - ttft <= 150))
             for label, new_session in (("new session (facts of the last minute reused)", True),
                                        ("follow-up turn", False)):
                 mine, base = [], []
@@ -284,6 +291,33 @@ async def _chat_figures(folder: Path) -> list[Figure]:
         finally:
             await bare.close()
             await stop(client)
+
+
+async def _first_chat_once_settled(root: Path, options: dict[str, Any]) -> float:
+    """A new server on the same workspace: wait for its background gathering of the project
+    facts (its log line), as a person opening the editor would take a moment, then time
+    its first chat to the first text event."""
+    first_text = _FirstText()
+    gathered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def log_message(params: Any) -> None:
+        message = getattr(params, "message", "")
+        if "project facts gathered in the background" in message and not gathered.done():
+            gathered.set_result(None)
+
+    def chat_event(params: Any) -> None:
+        first_text.on_event(params)
+
+    client, _ = await start(OURS, root, options, {
+        "agentls/chatEvent": chat_event, "window/logMessage": log_message})
+    try:
+        await asyncio.wait_for(gathered, timeout=120)
+        arrived = first_text.arm()
+        started = time.perf_counter()
+        await client.protocol.send_request_async("agentls/chat", {"prompt": "hello"})
+        return await arrived - started
+    finally:
+        await stop(client)
 
 
 def _run(coroutine: Callable[[Path], Awaitable[Any]]) -> Any:

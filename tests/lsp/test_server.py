@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -110,3 +111,32 @@ async def test_an_unusable_state_folder_is_an_error_that_says_what_to_do(
     model.load({"steps": [{"reply": {"text": "Works now."}}]})
     result = await bare_client.chat("hello")  # nothing was cached: the next request retries
     assert result["text"] == "Works now."
+
+
+async def facts_gathered(client: AgentClient, count: int) -> None:
+    """Waits until the server has logged ``count`` background gatherings of the facts."""
+    async def logged() -> None:
+        while sum("project facts gathered in the background" in m.message
+                  for m in client.log_messages) < count:
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(logged(), timeout=60)
+
+
+async def test_project_facts_are_gathered_after_start_up_and_again_when_files_change(
+        bare_client: AgentClient, model: ReplayServer, project: Path) -> None:
+    await initialize(bare_client, client_capabilities("visual-studio-code"), project,
+                     options_for(model))
+    await facts_gathered(bare_client, 1)
+    assert not (project / ".agentls").exists()  # nothing written before the first request
+
+    (project / "src" / "added_after_start.py").write_text("x = 1\n")
+    bare_client.text_document_did_save(lsp.DidSaveTextDocumentParams(
+        lsp.TextDocumentIdentifier((project / "src" / "added_after_start.py").as_uri())))
+    await facts_gathered(bare_client, 2)
+
+    model.load({"steps": [{"reply": {"text": "Seen."}}]})
+    result = await bare_client.chat("hello")
+    assert result["text"] == "Seen."
+    system = model.requests[-1].body["messages"][0]
+    assert system["role"] == "system" and "added_after_start.py" in system["content"]

@@ -101,8 +101,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     import importlib
 
     for name, module_name in COMMAND_MODULES.items():
-        if only is None or only == name:
+        if only == name:
             importlib.import_module(module_name).add_parser(commands)
+        elif only is None:
+            # Only named in `agentls --help`: importing the module (the engine, openai) just
+            # to list it would make `--help` and `--version` wait for all of it.
+            commands.add_parser(name, help=COMMAND_HELP[name])
     return parser
 
 
@@ -114,6 +118,15 @@ COMMAND_MODULES: dict[str, str] = {
     "loop": "agentls.cli.loop",
     "sessions": "agentls.cli.sessions_cmd",
     "serve": "agentls.cli.serve_cmd",
+}
+# Their one-line help in `agentls --help`, the same words as their own parser's `help=`
+# (a test keeps the two equal).
+COMMAND_HELP: dict[str, str] = {
+    "backends": "which backends are usable here: model servers and agent CLIs",
+    "run": "run the agent on a prompt and write its changes (headless, for CI)",
+    "loop": "repeat agent runs on one session until the task is done (headless)",
+    "sessions": "list this workspace's sessions, or show one",
+    "serve": "run the language server for an editor (stdio by default)",
 }
 
 

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from agentls.config import Settings
 from agentls.engine import context
+from agentls.engine.context_cache import ProjectContextCache
 from agentls.engine.events import (
     DoneEvent,
     EditEvent,
@@ -76,9 +75,6 @@ MAX_LENGTH_CONTINUATIONS = 2
 # Sessions whose prompt levels and approvals stay in memory; a long-lived server creates a
 # session per chat and per code action, so the oldest are forgotten (and rebuilt if used).
 MAX_SESSION_STATES = 64
-# A new session reuses the project facts another session gathered this recently (gathering
-# walks the tree and runs git: tens of milliseconds on a big repository).
-FACTS_MAX_AGE_S = 60.0
 NO_PROGRESS_REPEATS = 3
 ASK_USER = "ask_user"
 ASK_USER_SPEC = ToolSpec(
@@ -173,6 +169,7 @@ class Agent:
         estimator: TokenEstimator | None = None,
         policy: PermissionPolicy | None = None,
         queue_limit: int = 32,
+        project_contexts: ProjectContextCache | None = None,
     ) -> None:
         self.settings = settings
         self.backends = backends
@@ -182,8 +179,8 @@ class Agent:
         self.queue = SessionQueue(queue_limit)
         self._sessions: OrderedDict[str, _SessionState] = OrderedDict()
         self._tasks: dict[str, asyncio.Task[RunResult]] = {}
-        self._facts: dict[tuple[Path, ...], tuple[float, context.ProjectFacts,
-                                                   context.Instructions]] = {}
+        # Shared with whoever gathers them ahead of the first run (an editor, at start-up).
+        self.project_contexts = project_contexts or ProjectContextCache()
 
     # --- public API -----------------------------------------------------------------------
 
@@ -232,13 +229,7 @@ class Agent:
         self, workspace: Workspace
     ) -> tuple[context.ProjectFacts, context.Instructions]:
         """Project facts and workspace instructions for a new session (prompt levels 2-3)."""
-        cached = self._facts.get(workspace.roots)
-        if cached is not None and time.monotonic() - cached[0] < FACTS_MAX_AGE_S:
-            return cached[1], cached[2]
-        facts = await context.build_project_facts(workspace)
-        instructions = await asyncio.to_thread(context.load_instructions, workspace)
-        self._facts[workspace.roots] = (time.monotonic(), facts, instructions)
-        return facts, instructions
+        return await self.project_contexts.get(workspace)
 
     # --- the run --------------------------------------------------------------------------
 

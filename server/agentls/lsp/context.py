@@ -79,6 +79,13 @@ class ServerContext(LanguageServer):
     @abstractmethod
     async def engine(self) -> EngineHost: ...
 
+    # --- project facts ahead of the first chat
+    @abstractmethod
+    async def warm_up(self) -> None: ...
+
+    @abstractmethod
+    def files_changed(self) -> None: ...
+
     @abstractmethod
     async def run_agent(self, request: TurnRequest) -> Turn: ...
 

@@ -71,3 +71,13 @@ def setup(server: ServerContext) -> None:
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: ServerContext, params: lsp.DidCloseTextDocumentParams) -> None:
         return None
+
+    # Files changed on disk: the project facts (tree, git state) are gathered again.
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: ServerContext, params: lsp.DidSaveTextDocumentParams) -> None:
+        ls.files_changed()
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: ServerContext,
+                                 params: lsp.DidChangeWatchedFilesParams) -> None:
+        ls.files_changed()

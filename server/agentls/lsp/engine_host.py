@@ -11,16 +11,18 @@ from pathlib import Path
 
 from agentls.config import Settings
 from agentls.engine.agent import Agent
+from agentls.engine.context_cache import ProjectContextCache
 from agentls.engine.sessions import SessionStore
 from agentls.llm.pool import BackendPool
 
 
 class EngineHost:
-    def __init__(self, settings: Settings, root: Path) -> None:
+    def __init__(self, settings: Settings, root: Path,
+                 project_contexts: ProjectContextCache | None = None) -> None:
         self.root = root
         self.store = SessionStore.for_workspace(root)
         self.pool = BackendPool(settings)
-        self.agent = Agent(settings, self.pool, self.store)
+        self.agent = Agent(settings, self.pool, self.store, project_contexts=project_contexts)
         self._retired: list[BackendPool] = []
 
     def update(self, settings: Settings) -> None:

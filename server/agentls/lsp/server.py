@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import time
 from collections.abc import Callable, Coroutine, Generator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,12 +43,14 @@ from agentls.lsp.runs import RunManager, Turn, TurnRefused, TurnRequest
 
 if TYPE_CHECKING:
     from agentls.config import Settings
+    from agentls.engine.context_cache import ProjectContextCache
     from agentls.lsp.engine_host import EngineHost
     from agentls.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE_S = 2.0  # how long shutdown waits for cancelled runs to settle
+FACTS_REFRESH_DELAY_S = 1.0  # after a file event, how long to wait for the burst to end
 
 
 class AgentProtocol(LanguageServerProtocol):
@@ -99,6 +102,8 @@ class AgentLanguageServer(ServerContext):
         self._engine: EngineHost | None = None
         self._engine_lock: asyncio.Lock | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        self._contexts: ProjectContextCache | None = None
+        self._refresh_pending = False
 
     # --- workspace ----------------------------------------------------------------------------
 
@@ -195,9 +200,10 @@ class AgentLanguageServer(ServerContext):
                     # take a while: not on the event loop.
                     module = await asyncio.to_thread(importlib.import_module,
                                                      "agentls.lsp.engine_host")
+                    contexts = await self._project_contexts()
                     try:
                         self._engine = await asyncio.to_thread(module.EngineHost,
-                                                               resolved.settings, root)
+                                                               resolved.settings, root, contexts)
                     except Exception as exc:  # an unwritable folder, a newer state.db ...
                         log.exception("opening the session store in %s failed", root)
                         raise TurnRefused(
@@ -206,6 +212,53 @@ class AgentLanguageServer(ServerContext):
                             "try again.") from None
         assert self._engine is not None
         return self._engine
+
+    # --- project facts ahead of the first chat ---------------------------------------------------
+
+    async def _project_contexts(self) -> ProjectContextCache:
+        """The engine's cache of project facts, made on first use (importing the engine's
+        modules in a thread: openai and pydantic take a while)."""
+        if self._contexts is None:
+            module = await asyncio.to_thread(importlib.import_module,
+                                             "agentls.engine.context_cache")
+            # Imported now, in this thread too, while nobody waits: the engine's heaviest
+            # imports (openai), so the first chat does not pay for them.
+            await asyncio.to_thread(importlib.import_module, "agentls.lsp.engine_host")
+            if self._contexts is None:
+                self._contexts = module.ProjectContextCache()
+        assert self._contexts is not None
+        return self._contexts
+
+    async def warm_up(self) -> None:
+        """Right after ``initialized``: import the engine and gather the project facts in the
+        background, so the first chat finds them ready. Creates no file (the session store
+        opens on the first request that needs it) and never blocks a request: the work runs
+        in threads and a git subprocess."""
+        if not self.roots:
+            return
+        await self.ready()
+        contexts = await self._project_contexts()
+        started = time.perf_counter()
+        await contexts.refresh(self.new_workspace())
+        log.info("project facts gathered in the background (%.0f ms)",
+                 (time.perf_counter() - started) * 1000)
+
+    def files_changed(self) -> None:
+        """Files were saved, created or deleted: gather the facts again, once for a burst of
+        events, and only if they were gathered before (nothing to refresh otherwise)."""
+        if self._contexts is None or self._refresh_pending:
+            return
+        self._refresh_pending = True
+        self.spawn(self._refresh_facts_soon())
+
+    async def _refresh_facts_soon(self) -> None:
+        await asyncio.sleep(FACTS_REFRESH_DELAY_S)
+        self._refresh_pending = False
+        assert self._contexts is not None
+        started = time.perf_counter()
+        await self._contexts.refresh(self.new_workspace(), after_change=True)
+        log.info("project facts gathered in the background after files changed (%.0f ms)",
+                 (time.perf_counter() - started) * 1000)
 
     async def run_agent(self, request: TurnRequest) -> Turn:
         """Run one turn of the agent for the editor (see lsp/runs.py). Raises ``TurnRefused``

@@ -253,6 +253,7 @@ def setup(server: ServerContext) -> None:
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: ServerContext, params: lsp.InitializedParams) -> None:
         await ls.ready()
+        ls.spawn(ls.warm_up())  # project facts ahead of the first chat, in the background
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(

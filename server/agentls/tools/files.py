@@ -6,7 +6,6 @@ changes are staged in the run's ChangeSet and never touch the disk (DESIGN.md de
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentls.tools.diff_window import unified_diff
 from agentls.tools.matching import MatchError, apply_edits
 from agentls.tools.output import fail, ok
 from agentls.tools.patch import PatchError, parse_patch, plan_patch
@@ -273,8 +273,7 @@ def delete_file(ws: Workspace, params: DeleteFileParams) -> dict[str, Any]:
 
 def _preview(before: str, after: str, label: str) -> str:
     """A short unified diff so the model can check what it changed."""
-    lines = difflib.unified_diff(before.splitlines(), after.splitlines(), f"a/{label}",
-                                 f"b/{label}", n=2, lineterm="")
+    lines = unified_diff(before, after, f"a/{label}", f"b/{label}", n=2)
     text = "\n".join(lines)
     if len(text) > DIFF_PREVIEW_LIMIT:
         text = text[:DIFF_PREVIEW_LIMIT] + "\n[... diff cut ...]"

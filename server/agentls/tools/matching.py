@@ -492,6 +492,8 @@ def _shorten(line: str) -> str:
 
 
 def _dominant_eol(text: str) -> str:
+    if "\r" not in text:  # one quick scan where counting both would be two slow ones
+        return "\n"
     crlf = text.count("\r\n")
     return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
 

@@ -1,0 +1,176 @@
+"""The `agentls` command where a person waits for it: start-up and the whole `agentls run`.
+
+Every figure is a real subprocess, timed against a floor measured in the same run and
+interleaved with it, so a busy machine slows both alike:
+
+- `--version`, `--help`, `config path`, `config get backend`: spawn to exit, minus
+  ``python -c pass``. Goal: <= 150 ms over it.
+- The import of ``agentls.cli.main`` (what every command pays), minus ``python -c pass``.
+- `agentls run` spawn to the first request at the scripted model server, on a 20,000-file
+  git repository, minus ``python -c "import agentls"``. Goal: <= 300 ms over it.
+- Time to first edit: `agentls run` spawn to exit with the edit written, the scripted model
+  answering at once with one edit_file call, on 1,000 / 10,000 / 20,000-file git
+  repositories (no goal: it watches the whole path, not only its parts).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from agentls.devtools.replay import ReplayServer
+from bench.harness import Figure, ms
+
+REPO = Path(__file__).resolve().parents[1]
+AGENTLS = [sys.executable, "-m", "agentls"]
+FLOOR = [sys.executable, "-c", "pass"]
+IMPORT_FLOOR = [sys.executable, "-c", "import agentls"]
+ROUNDS = 15
+RUN_ROUNDS = 7
+REPO_SIZES = (1_000, 10_000, 20_000)
+PROMPT = "Fix add in src/calc.py"
+
+
+def _wall(command: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+          ) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, check=False,
+                          stdin=subprocess.DEVNULL, start_new_session=True)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}): "
+                           f"{done.stderr.decode(errors='replace')[-2000:]}")
+    return elapsed
+
+
+def _over_floor(command: list[str], floor: list[str], env: dict[str, str] | None = None,
+                rounds: int = ROUNDS) -> tuple[float, float]:
+    """Medians (ms) of ``command`` and of ``floor``, run alternately."""
+    _wall(floor, env), _wall(command, env)  # warm the page cache
+    mine, base = [], []
+    for _ in range(rounds):
+        base.append(_wall(floor, env))
+        mine.append(_wall(command, env))
+    return ms(statistics.median(mine)), ms(statistics.median(base))
+
+
+def _start_up_figures(home: Path) -> list[Figure]:
+    env = {**os.environ, "XDG_CONFIG_HOME": str(home / "config"),
+           "XDG_CACHE_HOME": str(home / "cache")}
+    figures = []
+    value, floor = _over_floor([sys.executable, "-c", "import agentls.cli.main"], FLOOR, env)
+    figures.append(Figure("import agentls.cli.main (python -c pass as baseline)", value, "ms",
+                          floor))
+    for words in (["--version"], ["--help"], ["config", "path"], ["config", "get", "backend"]):
+        value, floor = _over_floor([*AGENTLS, *words], FLOOR, env)
+        over = value - floor
+        figures.append(Figure(
+            f"`agentls {' '.join(words)}` spawn to exit (python -c pass as baseline; "
+            f"{over:.0f} ms over it)", value, "ms", floor, "<= 150 ms over baseline",
+            over <= 150))
+    return figures
+
+
+# --- agentls run on generated repositories -----------------------------------------------------
+
+
+def make_repository(root: Path, files: int) -> None:
+    """``files`` small Python files in folders of 100, plus the one the task edits, in git."""
+    for folder in range(max(1, files // 100)):
+        package = root / "src" / f"pkg_{folder:03d}"
+        package.mkdir(parents=True)
+        for index in range(min(100, files)):
+            (package / f"mod_{index:03d}.py").write_text(
+                f"def f_{index}(x):\n    return x + {index}\n")
+    (root / "src" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (root / "README.md").write_text("# a generated project\n")
+    for args in (["init", "-q"], ["add", "-A"],
+                 ["-c", "user.email=b@example.com", "-c", "user.name=bench", "commit", "-qm",
+                  "init"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
+
+EDIT_SCRIPT = {"steps": [
+    {"match": {"tool_results": False}, "times": "*", "reply": {"tool_calls": [
+        {"id": "c1", "name": "edit_file", "arguments": {
+            "path": "src/calc.py", "edits": [{"search": "return a - b",
+                                              "replace": "return a + b"}]}}]}},
+    {"match": {"tool": "edit_file"}, "times": "*", "reply": {"text": "Fixed add."}},
+]}
+
+
+def _scripted_env(model: ReplayServer, home: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "XDG_CONFIG_HOME": str(home / "config"), "XDG_CACHE_HOME": str(home / "cache"),
+        "AGENTLS_BACKENDS__SCRIPTED__BASE_URL": model.base_url,
+        "AGENTLS_BACKENDS__SCRIPTED__MODEL": "scripted-model",
+        "AGENTLS_BACKENDS__SCRIPTED__API_KEY_ENV": "",
+        "AGENTLS_BACKEND": "scripted",
+        "AGENTLS_RETRY__MAX_RETRIES": "0",
+        "AGENTLS_CACHE__ENABLED": "false",
+    }
+
+
+def _run(root: Path, env: dict[str, str], model: ReplayServer) -> tuple[float, float]:
+    calc = root / "src" / "calc.py"
+    calc.write_text("def add(a, b):\n    return a - b\n")
+    seen = len(model.requests)
+    spawned = time.time()
+    started = time.perf_counter()
+    done = subprocess.run([*AGENTLS, "run", "-", "--cwd", str(root), "--quiet"], env=env,
+                          input=PROMPT.encode(), capture_output=True, check=False,
+                          start_new_session=True)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0 or calc.read_text() != "def add(a, b):\n    return a + b\n":
+        raise RuntimeError(f"`agentls run` did not write the edit in {root} "
+                           f"({done.returncode}): {done.stderr.decode(errors='replace')[-2000:]}")
+    return model.requests[seen].time - spawned, elapsed
+
+
+def _run_figures(folder: Path) -> list[Figure]:
+    home = folder / "home"
+    figures = []
+    with ReplayServer(EDIT_SCRIPT) as model:
+        env = _scripted_env(model, home)
+        for size in REPO_SIZES:
+            root = folder / f"repo-{size}"
+            root.mkdir()
+            make_repository(root, size)
+            _run(root, env, model)  # warm: the page cache, the session store
+            firsts, totals, floors = [], [], []
+            for _ in range(RUN_ROUNDS):
+                floors.append(_wall(IMPORT_FLOOR, env))
+                first, total = _run(root, env, model)
+                firsts.append(first)
+                totals.append(total)
+            floor = ms(statistics.median(floors))
+            first, total = ms(statistics.median(firsts)), ms(statistics.median(totals))
+            if size == REPO_SIZES[-1]:
+                over = first - floor
+                figures.append(Figure(
+                    f"`agentls run` on {size:,} files: spawn to the first request at the "
+                    f"model (python -c 'import agentls' as baseline; {over:.0f} ms over it)",
+                    first, "ms", floor, "<= 300 ms over baseline", over <= 300))
+            figures.append(Figure(
+                f"`agentls run` on {size:,} files: time to first edit (spawn to exit with the "
+                "edit written, instant scripted model)", total, "ms", floor))
+    return figures
+
+
+def run() -> list[Figure]:
+    with tempfile.TemporaryDirectory() as folder:
+        figures = _start_up_figures(Path(folder))
+        figures += _run_figures(Path(folder))
+    return figures
+
+
+if __name__ == "__main__":
+    for figure in run():
+        print(f"{figure.name}: {figure.value:.1f} {figure.unit} (baseline {figure.baseline}) "
+              f"{figure.goal} met={figure.met}")

@@ -1,0 +1,72 @@
+"""What `agentls` imports before it knows the command: nothing heavy, so `--help`,
+`--version` and `config` answer at once (the time itself is a benchmark figure, bench_cli)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import subprocess
+import sys
+
+import pytest
+
+from agentls import __version__
+from agentls.cli import main
+
+HEAVY = ("openai", "pygls", "lsprotocol", "rich", "pydantic", "httpx2", "diskcache", "yaml",
+         "agentls.engine", "agentls.llm", "agentls.lsp", "agentls.tools")
+
+
+def imported_after(code: str, *argv: str) -> set[str]:
+    """The heavy top-level modules present in sys.modules after ``code`` runs in a fresh
+    interpreter (``argv`` as its sys.argv), whatever ``code`` exits with."""
+    script = (
+        "import atexit, json, sys\n"
+        f"heavy = {HEAVY!r}\n"
+        "atexit.register(lambda: print('\\n' + json.dumps(sorted(\n"
+        "    h for h in heavy if any(m == h or m.startswith(h + '.') for m in sys.modules))),\n"
+        "    file=sys.__stderr__))\n"
+        f"sys.argv = ['agentls', *{list(argv)!r}]\n"
+        f"{code}\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=False, timeout=60, stdin=subprocess.DEVNULL)
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def test_importing_the_command_imports_nothing_heavy() -> None:
+    assert imported_after("import agentls.cli.main") == set()
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["config", "--help"]])
+def test_help_and_version_import_nothing_heavy(argv: list[str]) -> None:
+    assert imported_after("from agentls.cli.main import main; main()", *argv) == set()
+
+
+def test_version_answers_without_importing_the_commands() -> None:
+    done = subprocess.run([sys.executable, "-m", "agentls", "--version"], capture_output=True,
+                          text=True, check=False, timeout=60)
+    assert done.returncode == 0
+    assert done.stdout.strip() == f"agentls {__version__}"
+
+
+def test_top_level_help_lists_each_command_with_its_own_help() -> None:
+    """`agentls --help` names the module commands without importing them: its one-line help
+    for each must be the words the command's own parser uses."""
+    for name, module_name in main.COMMAND_MODULES.items():
+        commands = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(module_name).add_parser(commands)
+        (action,) = commands._choices_actions
+        assert action.help == main.COMMAND_HELP[name], name
+    assert set(main.COMMAND_HELP) == set(main.COMMAND_MODULES)
+    text = main.build_parser().format_help()
+    for name, words in main.COMMAND_HELP.items():
+        assert name in text and words.split()[0] in text
+
+
+def test_a_module_command_still_gets_its_own_options() -> None:
+    done = subprocess.run([sys.executable, "-m", "agentls", "sessions", "--help"],
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode == 0
+    assert "--limit" in done.stdout
