@@ -154,3 +154,11 @@ def test_too_deep_request_is_answered_with_its_id(client: RawClient) -> None:
     client.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
     assert client.wait_response("deep")["error"]["code"] == -32600
     assert "result" in probe(client)
+
+
+def test_notification_sent_as_a_request_is_answered(client: RawClient) -> None:
+    uri = (client.root / "a.py").as_uri()
+    error = error_of(client, {"jsonrpc": "2.0", "id": "n", "method": "textDocument/didChange",
+                              "params": {"textDocument": {"uri": uri, "version": 2},
+                                         "contentChanges": [{"text": ""}]}})
+    assert error["code"] == -32600 and "notification" in error["message"]

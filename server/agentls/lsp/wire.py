@@ -181,6 +181,12 @@ def top_level_id(body: bytes) -> Any:
     return None
 
 
+def _is_notification_method(method: str) -> bool:
+    """An LSP notification method (pygls would run it for a request and never answer)."""
+    types = lsp.METHOD_TO_TYPES.get(method)
+    return types is not None and types[0].__name__.endswith("Notification")
+
+
 def _valid_id(value: Any) -> bool:
     return value is None or isinstance(value, str) or (
         isinstance(value, int) and not isinstance(value, bool))
@@ -278,6 +284,10 @@ class Dispatcher:
         if getattr(self.protocol, "_shutdown", False) and method != lsp.EXIT:
             self.reply_error(msg_id, JsonRpcInvalidRequest(
                 f"Invalid request: the server is shutting down and will not run {method}"))
+            return
+        if _is_notification_method(method):
+            self.reply_error(msg_id, JsonRpcInvalidRequest(
+                f"Invalid request: {method} is a notification; send it without an 'id'"))
             return
         try:
             message = self._structure(data)
