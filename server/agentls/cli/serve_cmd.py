@@ -99,8 +99,10 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
         host, port = args.tcp
         server.start_tcp(host, port)
     else:
+        from agentls.lsp.wire import serve_stdio
+
         protocol_in, protocol_out = protocol_streams()
-        server.start_io(protocol_in, protocol_out)
+        return serve_stdio(server, protocol_in, protocol_out)
     return 0
 
 

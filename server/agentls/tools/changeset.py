@@ -166,6 +166,15 @@ class ApplyFailed(Exception):
         super().__init__(msg)
 
 
+class NotWritable(ApplyFailed):
+    """A target cannot be written (a read-only file or folder): nothing was written."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(path, PermissionError(reason), [])
+        Exception.__init__(self, f"Cannot write {path}: {reason}. Nothing was written; make it "
+                           "writable (chmod u+w) or leave it out of the change, then re-run.")
+
+
 @dataclass
 class _Entry:
     base: Base
@@ -536,6 +545,7 @@ class _DiskWriter:
                 removals.append(change.path)
             elif change.old_path is not None:
                 removals.append(change.old_path)
+        check_writable([p for p, _, _ in writes], removals)
         current = writes[0][0] if writes else (removals[0] if removals else Path())
         try:
             staged: list[tuple[Path, Path]] = []
@@ -625,6 +635,23 @@ class _DiskWriter:
             with contextlib.suppress(OSError):
                 os.unlink(p)
         paths.clear()
+
+
+def check_writable(writes: list[Path], removals: list[Path]) -> None:
+    """Refuse the whole write before the first byte when any target is read-only.
+
+    A file without its owner's write bit counts as read-only even for root (who could
+    write it anyway), as editors treat it: the person marked it so on purpose."""
+    for path in [*writes, *removals]:
+        if os.path.lexists(path) and not os.path.islink(path):
+            mode = _file_mode(path)
+            if mode is not None and (not mode & stat.S_IWUSR or not os.access(path, os.W_OK)):
+                raise NotWritable(path, f"the file is read-only (mode {mode:o})")
+        directory = path.parent
+        while not directory.exists() and directory != directory.parent:
+            directory = directory.parent
+        if directory.is_dir() and not os.access(directory, os.W_OK | os.X_OK):
+            raise NotWritable(path, f"the folder {directory} is not writable")
 
 
 def _sibling(path: Path, what: str) -> Path:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Literal
 
-MatchLayer = Literal["exact", "trailing_whitespace", "indentation", "unicode_punctuation"]
+MatchLayer = Literal["exact", "trailing_whitespace", "indentation", "tabs_spaces",
+                     "unicode_punctuation"]
 MatchErrorCode = Literal["NO_MATCH", "AMBIGUOUS", "EMPTY_SEARCH"]
 
 # Typographic punctuation a model tends to type as ASCII (or the other way round).
@@ -33,6 +34,7 @@ _LAYER_WORDING: dict[MatchLayer, str] = {
     "exact": "exactly",
     "trailing_whitespace": "when trailing whitespace is ignored",
     "indentation": "when indentation is ignored",
+    "tabs_spaces": "when tabs and spaces in indentation are treated alike",
     "unicode_punctuation": "when indentation and Unicode punctuation are ignored",
 }
 _MAX_LISTED_MATCHES = 10
@@ -42,6 +44,8 @@ _MAX_SHOWN_LINE_CHARS = 200
 _MAX_DIFFLIB_WINDOWS = 200
 _PREFILTERED_WINDOWS = 40
 _WORD = re.compile(r"\w+")
+_TAB_WIDTHS = (4, 8, 2)  # tried in this order: the first width that lines the block up wins
+Delta = tuple[str, str, int]  # (search base, file base, tab width; 0: leads compared as text)
 
 
 def fold_punctuation(text: str) -> str:
@@ -243,14 +247,14 @@ def _locate(text: str, search: str, replace: str, where: str, index: int, total:
     closest = closest_window(split.contents, search_lines)
     parts = [
         f"{where}: `search` was not found in the file (also tried ignoring trailing whitespace,"
-        " indentation and Unicode punctuation)."
+        " indentation, tabs against spaces and Unicode punctuation)."
     ]
     if closest is not None:
         parts.append(format_closest(closest))
         if closest.similarity == 1.0:
             parts.append(
                 "Those lines differ from `search` only in whitespace that no layer forgives:"
-                " tabs against spaces, or indentation that changes within the block."
+                " indentation that changes within the block."
             )
     already = _replacement_line(text, replace, file_eol)
     if already is not None:
@@ -296,6 +300,8 @@ def _line_layers(text: str, search: str) -> list[MatchLayer]:
         # Line by line, so a block also matches where the file mixes CRLF and LF endings.
         layers.append("exact")
     layers += ["trailing_whitespace", "indentation"]
+    if "\t" in text or "\t" in search:
+        layers.append("tabs_spaces")
     if not (text.isascii() and search.isascii()):
         layers.append("unicode_punctuation")
     return layers
@@ -306,7 +312,7 @@ def _keys(lines: Sequence[str], layer: MatchLayer) -> list[str]:
         return list(lines)
     if layer == "trailing_whitespace":
         return [line.rstrip() for line in lines]
-    if layer == "indentation":
+    if layer in ("indentation", "tabs_spaces"):
         return [line.strip() for line in lines]
     # Fold the whole block at once: no fold adds or removes a newline.
     return [line.strip() for line in fold_punctuation("\n".join(lines)).split("\n")]
@@ -314,20 +320,20 @@ def _keys(lines: Sequence[str], layer: MatchLayer) -> list[str]:
 
 def _find_lines(
     split: _SplitText, search_lines: list[str], layer: MatchLayer
-) -> tuple[list[int], tuple[str, str]]:
+) -> tuple[list[int], Delta]:
     """Starts of every window matching at ``layer``, and the indentation delta of the first."""
     size = len(search_lines)
     last_start = len(split.contents) - size
     if last_start < 0:
-        return [], ("", "")
+        return [], ("", "", 0)
     file_keys = _keys(split.contents, layer)
     search_keys = _keys(search_lines, layer)
     anchor = next((k for k, key in enumerate(search_keys) if key), 0)
     anchor_key = search_keys[anchor]
-    tolerant = layer in ("indentation", "unicode_punctuation")
+    tolerant = layer in ("indentation", "tabs_spaces", "unicode_punctuation")
     fold = layer == "unicode_punctuation"
     starts: list[int] = []
-    first_delta = ("", "")
+    first_delta: Delta = ("", "", 0)
     for position, key in enumerate(file_keys):
         if key != anchor_key:
             continue
@@ -335,7 +341,9 @@ def _find_lines(
         if start < 0 or start > last_start or file_keys[start : start + size] != search_keys:
             continue
         if tolerant:
-            delta = _indent_delta(split.contents[start : start + size], search_lines, fold)
+            block = split.contents[start : start + size]
+            delta = (_tab_delta(block, search_lines) if layer == "tabs_spaces"
+                     else _indent_delta(block, search_lines, fold))
             if delta is None:
                 continue
             if not starts:
@@ -346,9 +354,43 @@ def _find_lines(
     return starts, first_delta
 
 
+def _tab_delta(file_block: Sequence[str], search_block: Sequence[str]) -> Delta | None:
+    """Like ``_indent_delta`` with tabs expanded to a width that lines the blocks up: for a
+    file indented with tabs and a search indented with spaces (or the reverse)."""
+    pairs = [(_lead(f), _lead(s)) for f, s in zip(file_block, search_block, strict=True)
+             if f.strip()]
+    for width in _TAB_WIDTHS:
+        file_cols = [len(f.expandtabs(width)) for f, _ in pairs]
+        search_cols = [len(s.expandtabs(width)) for _, s in pairs]
+        if not file_cols:
+            return "", "", width
+        shift = file_cols[0] - search_cols[0]
+        if all(f - s == shift for f, s in zip(file_cols, search_cols, strict=True)):
+            file_base = pairs[file_cols.index(min(file_cols))][0]
+            search_base = pairs[search_cols.index(min(search_cols))][1]
+            return search_base, file_base, width
+    return None
+
+
+def _retab(text: str, delta: Delta, file_block: Sequence[str]) -> str:
+    """``text`` re-indented into the file's columns and its indentation character."""
+    search_base, file_base, width = delta
+    shift = len(file_base.expandtabs(width)) - len(search_base.expandtabs(width))
+    tabs = any(_lead(line).startswith("\t") for line in file_block)
+    lines = []
+    for line in text.split("\n"):
+        if not line.strip():
+            lines.append(line)
+            continue
+        columns = max(0, len(_lead(line).expandtabs(width)) + shift)
+        lead = "\t" * (columns // width) + " " * (columns % width) if tabs else " " * columns
+        lines.append(lead + line.lstrip())
+    return "\n".join(lines)
+
+
 def _indent_delta(
     file_block: Sequence[str], search_block: Sequence[str], fold: bool
-) -> tuple[str, str] | None:
+) -> Delta | None:
     """``(search_base, file_base)`` if the blocks differ only by a uniform indentation."""
     file_leads: list[str] = []
     search_leads: list[str] = []
@@ -365,7 +407,7 @@ def _indent_delta(
             file_rest, search_rest = fold_punctuation(file_rest), fold_punctuation(search_rest)
         if file_rest != search_rest:
             return None
-    return search_base, file_base
+    return search_base, file_base, 0
 
 
 def _common_prefix(texts: Sequence[str]) -> str:
@@ -408,14 +450,16 @@ def _line_match(
     search_lines: list[str],
     replace: str,
     trailing_newline: bool,
-    delta: tuple[str, str],
+    delta: Delta,
     layer: MatchLayer,
     file_eol: str,
 ) -> _Match:
     last = start + len(search_lines) - 1
     replacement = replace.replace("\r\n", "\n")
-    if layer in ("indentation", "unicode_punctuation"):
-        replacement = _reindent(replacement, *delta)
+    if layer == "tabs_spaces":
+        replacement = _retab(replacement, delta, split.contents[start : last + 1])
+    elif layer in ("indentation", "unicode_punctuation"):
+        replacement = _reindent(replacement, delta[0], delta[1])
     if not trailing_newline:
         end = split.content_end(last)
     elif split.has_newline(last):

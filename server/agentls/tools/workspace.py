@@ -50,6 +50,9 @@ DEFAULT_DENY: tuple[str, ...] = (
     "*.key",
     "id_rsa*",
     ".agentls/",
+    # A killed apply's temporary and backup files (tools/changeset.py): never search results.
+    ".*.agentls-tmp",
+    ".*.agentls-bak",
 )
 
 FenceCode = Literal[

@@ -212,13 +212,12 @@ def test_tab_indented_block_at_a_different_depth() -> None:
     )
 
 
-def test_spaces_for_tabs_inside_the_block_do_not_match() -> None:
-    # Only the base indentation may differ; the block's own nesting must use the same characters.
+def test_spaces_for_tabs_inside_the_block_match_at_the_tabs_spaces_layer() -> None:
+    # Issue 13: the tabs_spaces layer lines the block up (test_matching_tabs.py has more).
     text = "\tif x {\n\t\ty()\n\t}\n"
-    error = failure(text, [("    if x {\n        y()\n    }", "")])
-    assert error.code == "NO_MATCH"
-    assert error.closest is not None and error.closest.similarity == 1.0
-    assert "tabs against spaces" in error.message
+    outcome = edit(text, "    if x {\n        y()\n    }", "    if x {\n        z()\n    }")
+    assert outcome.layers == ("tabs_spaces",)
+    assert outcome.text == "\tif x {\n\t\tz()\n\t}\n"
 
 
 def test_blank_lines_inside_the_block_are_kept_blank() -> None:

@@ -1,0 +1,164 @@
+"""Bad input on the real stdio wire: every request is answered, bad framing resynchronises,
+bad notifications are never answered, an older didChange is dropped."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.lsp.raw_client import RawClient
+
+RANGE = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}}
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[RawClient]:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    raw = RawClient(tmp_path)
+    assert "result" in raw.initialize()
+    yield raw
+    raw.close()
+
+
+def probe(client: RawClient) -> dict[str, Any]:
+    """A well-formed request the server must still answer."""
+    return client.request("textDocument/codeAction", {
+        "textDocument": {"uri": (client.root / "a.py").as_uri()}, "range": RANGE,
+        "context": {"diagnostics": []}})
+
+
+def error_of(client: RawClient, message: dict[str, Any]) -> dict[str, Any]:
+    client.send(message)
+    answer = client.wait_response(message["id"])
+    assert "error" in answer, answer
+    return dict(answer["error"])
+
+
+@pytest.mark.parametrize(("method", "params", "field"), [
+    ("textDocument/codeAction", {"range": RANGE, "context": {"diagnostics": []}},
+     "textDocument"),
+    ("textDocument/codeAction", {"textDocument": {"uri": "file:///a"},
+                                 "range": {**RANGE, "start": {"line": "top", "character": 0}},
+                                 "context": {"diagnostics": []}}, "line"),
+    ("textDocument/codeAction", {"textDocument": {"uri": "file:///a"}, "range": "all",
+                                 "context": {"diagnostics": []}}, "range"),
+    ("textDocument/codeAction", None, "params"),
+    ("codeAction/resolve", {"kind": "quickfix"}, "title"),
+    ("codeAction/resolve", [1, 2], "params"),
+    ("agentls/chat", {"prompt": 5}, "prompt"),
+    ("agentls/chat", {}, "prompt"),
+    ("agentls/chat", {"prompt": "hi", "context": "nope"}, "context"),
+])
+def test_malformed_params_get_32602_naming_the_field(client: RawClient, method: str,
+                                                    params: Any, field: str) -> None:
+    error = error_of(client, {"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
+    assert error["code"] == -32602
+    assert field in error["message"]
+    assert "result" in probe(client)
+
+
+def test_unknown_method_is_32601(client: RawClient) -> None:
+    error = error_of(client, {"jsonrpc": "2.0", "id": "u", "method": "agentls/nope"})
+    assert error["code"] == -32601
+
+
+@pytest.mark.parametrize("body", [b"{not json", b"\xff\xfe", b""])
+def test_body_that_is_not_json_is_32700(client: RawClient, body: bytes) -> None:
+    client.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    assert client.wait_response(None)["error"]["code"] == -32700
+    assert "result" in probe(client)
+
+
+@pytest.mark.parametrize("message", [
+    [1, 2], 5, "text", {"jsonrpc": "2.0", "id": 3}, {"jsonrpc": "1.0", "id": 3, "method": "x"},
+    {"jsonrpc": "2.0", "id": {"a": 1}, "method": "shutdown"},
+    {"jsonrpc": "2.0", "id": 3, "method": 42},
+    {"jsonrpc": "2.0", "id": 3, "method": "agentls/chat", "params": "prompt"},
+])
+def test_non_request_object_is_32600(client: RawClient, message: Any) -> None:
+    client.send(message)
+    msg_id = message.get("id") if isinstance(message, dict) else None
+    msg_id = msg_id if isinstance(msg_id, int | str) else None
+    assert client.wait_response(msg_id)["error"]["code"] == -32600
+    assert "result" in probe(client)
+
+
+def test_bad_notifications_are_never_answered(client: RawClient) -> None:
+    for message in [
+        {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": 1}},
+        {"jsonrpc": "2.0", "method": "textDocument/didChange", "params": [1]},
+        {"jsonrpc": "2.0", "method": "agentls/unknown", "params": {}},
+        {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {}},
+        {"jsonrpc": "2.0", "method": 5},
+    ]:
+        client.send(message)
+    answer = probe(client)
+    assert "result" in answer
+    assert client.messages.empty() and not client.responses  # only the probe was answered
+
+
+def test_content_length_too_short_resynchronises(client: RawClient) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": 50, "method": "agentls/nope"}).encode()
+    client.write(b"Content-Length: %d\r\n\r\n" % (len(body) - 10) + body)
+    assert client.wait_response(None)["error"]["code"] == -32700
+    assert "result" in probe(client)
+
+
+def test_content_length_too_long_resynchronises(client: RawClient) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": 51, "method": "agentls/nope"}).encode()
+    client.write(b"Content-Length: %d\r\n\r\n" % (len(body) + 40) + body)
+    assert client.wait_response(51)["error"]["code"] == -32601  # idle: body ends at the JSON
+    client.write(b"Content-Length: %d\r\n\r\n" % (len(body) + 300) + body)
+    assert "result" in probe(client)  # the next header arrives inside the declared length
+    assert client.wait_response(51, timeout=5)["error"]["code"] == -32601
+
+
+def test_garbage_between_messages_is_skipped(client: RawClient) -> None:
+    client.write(b"hello there\r\nX-Junk\r\n\r\n")
+    client.write(b"Content-Length: 99999999999999\r\n\r\n")
+    assert "result" in probe(client)
+
+
+def test_older_did_change_is_ignored(client: RawClient) -> None:
+    uri = (client.root / "a.py").as_uri()
+    client.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+        "textDocument": {"uri": uri, "languageId": "python", "version": 5, "text": "x = 1\n"}}})
+
+    def change(version: int, text: str) -> None:
+        client.send({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [{"text": text}]}})
+
+    change(7, "newer = 7\n")
+    change(6, "older = 6\n")
+    probe(client)
+    client.close()
+    log = client.stderr.decode()
+    assert "ignored didChange" in log and "version 6 is older than version 7" in log
+
+
+def test_exit_without_shutdown_exits_1(tmp_path: Path) -> None:
+    raw = RawClient(tmp_path)
+    raw.initialize()
+    raw.send({"jsonrpc": "2.0", "method": "exit"})
+    assert raw.proc.wait(timeout=30) == 1
+
+
+def test_too_deep_request_is_answered_with_its_id(client: RawClient) -> None:
+    body = b'{"jsonrpc": "2.0", "id": "deep", "method": "agentls/chat", "params": ' + (
+        b"[" * 5000 + b"]" * 5000 + b"}")
+    client.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    assert client.wait_response("deep")["error"]["code"] == -32600
+    assert "result" in probe(client)
+
+
+def test_notification_sent_as_a_request_is_answered(client: RawClient) -> None:
+    uri = (client.root / "a.py").as_uri()
+    error = error_of(client, {"jsonrpc": "2.0", "id": "n", "method": "textDocument/didChange",
+                              "params": {"textDocument": {"uri": uri, "version": 2},
+                                         "contentChanges": [{"text": ""}]}})
+    assert error["code"] == -32600 and "notification" in error["message"]
