@@ -9,6 +9,7 @@ from typing import Any
 from agentls.engine.agent import RunRequest
 from agentls.engine.events import RecordingFrontend, ToolResultEvent
 from agentls.tools.permissions import ApprovalRequest
+from agentls.tools.sandbox import SandboxSettings
 from agentls.tools.workspace import Workspace
 from tests.engine.conftest import Harness
 
@@ -176,6 +177,8 @@ async def test_rejected_shell_then_recovery(harness: Harness) -> None:
             asked.append(request)
             return "deny"
 
+    harness.agent.settings = harness.agent.settings.model_copy(
+        update={"sandbox": SandboxSettings(ask=True)})  # sandboxed commands are not asked
     result, _ = await harness.run("install", frontend=Denier(interactive=True))
     assert asked and "pip install" in asked[0].title
     assert tool_results(harness.server.requests[1].body)["s1"]["error"] == "USER_REJECTED"

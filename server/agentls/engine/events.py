@@ -51,6 +51,7 @@ class ToolResultEvent(Event):
 class StatusEvent(Event):
     message: str = ""
     iteration: int = 0
+    warning: bool = False  # worth the person's attention: shown, not just a passing status
     kind: EventKind = "status"
 
 

@@ -1,0 +1,332 @@
+"""The shadow workspace: the layers a sandboxed command sees, and folding its writes back.
+
+Per workspace root, bottom to top: the root itself (read-only); a *pending* layer rebuilt
+before each command from the run's ChangeSet (changed files written out, deleted ones as
+overlayfs whiteouts) plus whiteouts for everything the fence's deny list hides (`.env*`,
+keys, `.agentls/`); and a per-session *upper* layer in ``.agentls/scratch/`` that catches
+every write. After the command, ``fold`` moves what was written to files inside the fence
+into the ChangeSet (and out of the upper layer, so the ChangeSet stays the one truth) and
+leaves writes to ignored paths (caches, build output) in the upper layer for the session.
+
+A whiteout is a 0/0 character device, which Linux (5.8+) lets anyone create.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentls.tools.changeset import ChangeSetError, decode_bytes
+from agentls.tools.sandbox import RootLayers
+from agentls.tools.search import find_rg
+from agentls.tools.workspace import FenceError, Workspace, WorkspacePath
+
+SCRATCH_DIR = ("scratch",)
+MAX_CAPTURED_BYTES = 1_000_000
+"""Bigger files written by a command stay in the scratch layer (a diff cannot show them)."""
+_OPAQUE_XATTRS = ("user.overlay.opaque", "trusted.overlay.opaque")
+_STATE_DIR = ".agentls"
+
+
+@dataclass
+class FoldResult:
+    """What one command's writes did: changes joined to the ChangeSet, and what stayed."""
+
+    changes: list[dict[str, str]] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # written to ignored paths: scratch only
+    skipped: list[str] = field(default_factory=list)  # inside the fence but not capturable
+
+    def to_result(self) -> dict[str, object]:
+        out: dict[str, object] = {}
+        if self.changes:
+            out["changes"] = self.changes
+        if self.kept:
+            out["kept_in_scratch"] = _sample(self.kept)
+        if self.skipped:
+            out["not_captured"] = _sample(self.skipped)
+        return out
+
+
+def _sample(items: list[str], limit: int = 20) -> list[str]:
+    return items[:limit] + ([f"... and {len(items) - limit} more"] if len(items) > limit else [])
+
+
+def scratch_root(workspace_root: Path) -> Path:
+    """``.agentls/scratch`` of a root, created with the state folder's ``*`` .gitignore."""
+    state = workspace_root / _STATE_DIR
+    state.mkdir(exist_ok=True)
+    with contextlib.suppress(FileExistsError), (state / ".gitignore").open(
+            "x", encoding="utf-8") as handle:
+        handle.write("*\n")
+    path = state.joinpath(*SCRATCH_DIR)
+    path.mkdir(exist_ok=True)
+    return path
+
+
+class ShadowWorkspace:
+    """The overlay layers of one session over a Workspace's roots."""
+
+    def __init__(self, ws: Workspace, session_key: str) -> None:
+        self.ws = ws
+        self.layers: list[RootLayers] = []
+        self._reported: set[str] = set()
+        # The pending layer may not lie inside another lower layer (the workspace): overlayfs
+        # refuses overlapping lower layers, so it is a private temporary folder.
+        self._pending = Path(tempfile.mkdtemp(prefix=f"agentls-pending-{session_key}-"))
+        weakref.finalize(self, shutil.rmtree, str(self._pending), True)
+        for index, root in enumerate(ws.roots):
+            base = scratch_root(root) / session_key / f"root{index}"
+            layers = RootLayers(root, self._pending / f"root{index}", base / "upper",
+                                base / "work")
+            for d in (layers.upper, layers.work):
+                d.mkdir(parents=True, exist_ok=True)
+            self.layers.append(layers)
+
+    # -- before a command ----------------------------------------------------------------
+
+    def materialise(self) -> int:
+        """Rebuild every pending layer from the ChangeSet and the deny list; returns the
+        number of entries written (files and whiteouts)."""
+        count = 0
+        for layers in self.layers:
+            if layers.pending.exists():
+                shutil.rmtree(layers.pending)
+            layers.pending.mkdir(parents=True)
+            # Hidden first: a pending file never lies under a hidden path (the fence refuses).
+            for rel in hidden_paths(layers.root, self.ws.deny):
+                _whiteout(layers.pending / rel)
+                count += 1
+        for change in self.ws.changeset.changes():
+            if change.old_path is not None:
+                count += self._place(change.old_path, None)
+            count += self._place(change.path, change.text)
+        return count
+
+    def _place(self, path: Path, text: str | None) -> int:
+        layers = self._layers_of(path)
+        if layers is None:
+            return 0
+        target = layers.pending / path.relative_to(layers.root)
+        if text is None:
+            _whiteout(target)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(text.encode("utf-8", "surrogateescape"))
+            with contextlib.suppress(OSError):  # keep the executable bit of a script
+                os.chmod(target, stat.S_IMODE(os.stat(path).st_mode))
+        return 1
+
+    def _layers_of(self, path: Path) -> RootLayers | None:
+        for layers in self.layers:
+            if path == layers.root or layers.root in path.parents:
+                return layers
+        return None
+
+    # -- after a command -----------------------------------------------------------------
+
+    def fold(self) -> FoldResult:
+        """Move the captured writes to fenced files into the ChangeSet (see the module doc)."""
+        result = FoldResult()
+        writes: dict[Path, str] = {}
+        deletes: list[WorkspacePath] = []
+        for layers in self.layers:
+            for base, dirs, files in os.walk(layers.upper):
+                base_path = Path(base)
+                for name in list(dirs):
+                    entry = base_path / name
+                    target = layers.root / entry.relative_to(layers.upper)
+                    wp = self._fenced(target)
+                    if wp is None:  # an ignored folder: everything below stays in scratch
+                        dirs.remove(name)
+                        self._keep(target, result)
+                    elif _is_opaque(entry):
+                        deletes += self._hidden_by_opaque(layers, entry, target)
+                        _clear_opaque(entry)
+                for name in files:
+                    entry = base_path / name
+                    target = layers.root / entry.relative_to(layers.upper)
+                    wp = self._fenced(target)
+                    if wp is None:
+                        self._keep(target, result)
+                        continue
+                    self._capture(entry, wp, writes, deletes, result)
+        self._apply(writes, deletes, result)
+        return result
+
+    def _capture(self, entry: Path, wp: WorkspacePath, writes: dict[Path, str],
+                 deletes: list[WorkspacePath], result: FoldResult) -> None:
+        st = os.lstat(entry)
+        if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:  # a whiteout: deleted
+            deletes += self._existing_under(wp)
+            entry.unlink()
+        elif stat.S_ISREG(st.st_mode):
+            if st.st_size > MAX_CAPTURED_BYTES:
+                result.skipped.append(f"{wp.display} (over 1 MB)")
+                return
+            data = entry.read_bytes()
+            if b"\0" in data:
+                result.skipped.append(f"{wp.display} (binary)")
+                return
+            writes[wp.abs] = decode_bytes(data)
+            entry.unlink()
+        else:
+            result.skipped.append(f"{wp.display} (not a regular file)")
+
+    def _keep(self, target: Path, result: FoldResult) -> None:
+        shown = self.ws.display_path(target)
+        if shown not in self._reported:  # each kept path is reported once a session
+            self._reported.add(shown)
+            result.kept.append(shown)
+
+    def _apply(self, writes: dict[Path, str], deletes: list[WorkspacePath],
+               result: FoldResult) -> None:
+        ws = self.ws
+        gone = {wp.abs: wp for wp in deletes if ws.exists(wp) and wp.abs not in writes}
+        by_text: dict[str, Path] = {}
+        for path in gone:
+            with contextlib.suppress(FenceError):
+                by_text.setdefault(ws.read_text(gone[path]), path)
+        for path, text in writes.items():
+            try:
+                wp = ws.resolve(str(path))
+                source = by_text.pop(text, None)
+                if source is not None and not ws.exists(wp):
+                    ws.stage_rename(gone.pop(source), wp)
+                    result.changes.append({"path": wp.display, "kind": "rename",
+                                           "from": ws.display_path(source)})
+                    continue
+                if ws.exists(wp) and ws.read_text(wp) == text:
+                    continue  # rewritten with the same content
+                kind = ws.stage_write(wp, text)
+                result.changes.append({"path": wp.display, "kind": kind})
+            except (FenceError, ChangeSetError) as exc:
+                result.skipped.append(f"{ws.display_path(path)} ({exc})")
+        for wp in gone.values():
+            try:
+                ws.stage_delete(wp)
+                result.changes.append({"path": wp.display, "kind": "delete"})
+            except (FenceError, ChangeSetError) as exc:
+                result.skipped.append(f"{wp.display} ({exc})")
+
+    def _fenced(self, path: Path) -> WorkspacePath | None:
+        try:
+            return self.ws.resolve(str(path))
+        except FenceError:
+            return None
+
+    def _existing_under(self, wp: WorkspacePath) -> list[WorkspacePath]:
+        """The files a whiteout at ``wp`` removed: the file, or every file of the folder."""
+        if not self.ws.is_dir(wp):
+            return [wp] if self.ws.exists(wp) else []
+        return list(self._view_files(wp.abs))
+
+    def _hidden_by_opaque(self, layers: RootLayers, entry: Path, directory: Path
+                          ) -> list[WorkspacePath]:
+        """Files of the view under a folder that was removed and made again: those the new
+        folder (``entry`` in the upper layer) does not hold any more are deleted."""
+        del layers
+        return [wp for wp in self._view_files(directory)
+                if not os.path.lexists(entry / wp.abs.relative_to(directory))]
+
+    def _view_files(self, directory: Path) -> Iterator[WorkspacePath]:
+        seen: set[Path] = set()
+        candidates = list(self.ws.changeset.files_under(directory))
+        if directory.is_dir():
+            for base, dirs, files in os.walk(directory):
+                dirs[:] = [d for d in dirs if self._fenced(Path(base) / d) is not None]
+                candidates += [Path(base) / f for f in files]
+        for path in candidates:
+            if path in seen:
+                continue
+            seen.add(path)
+            wp = self._fenced(path)
+            if wp is not None and self.ws.exists(wp) and not self.ws.is_dir(wp):
+                yield wp
+
+
+def hidden_paths(root: Path, deny: tuple[str, ...]) -> list[str]:
+    """Paths under ``root`` (relative, posix) the deny list hides, topmost folder for a
+    folder pattern; `.git` excepted (the sandbox shows it read-only)."""
+    folders = [p.rstrip("/").lstrip("/") for p in deny if p.endswith("/") and p != ".git/"]
+    files = [p for p in deny if not p.endswith("/") and not p.startswith("!")]
+    found: set[str] = set()
+    for name in folders:
+        if "/" not in name and (root / name).exists():
+            found.add(name)
+    rg = find_rg()
+    globs = [*files, *(f"**/{d}/**" for d in folders)]
+    if rg is None or not globs:
+        return sorted(found | set(_walk_hidden(root, files, folders)))
+    argv = [rg, "--files", "--hidden", "--no-ignore", "--no-messages", "--no-follow",
+            "--glob", "!.git/", *(arg for g in globs for arg in ("--iglob", g))]
+    listing = subprocess.run(argv, cwd=root, capture_output=True, check=False).stdout
+    for line in listing.decode("utf-8", "surrogateescape").splitlines():
+        found.add(_topmost(line.removeprefix("./"), folders))
+    return sorted(_drop_nested(found))
+
+
+def _topmost(rel: str, folders: list[str]) -> str:
+    parts = rel.split("/")
+    lowered = [p.lower() for p in parts]
+    for index, part in enumerate(lowered[:-1]):
+        if part in (f.lower() for f in folders):
+            return "/".join(parts[: index + 1])
+    return rel
+
+
+def _drop_nested(paths: set[str]) -> list[str]:
+    ordered = sorted(paths)
+    out: list[str] = []
+    for path in ordered:
+        if not any(path.startswith(kept + "/") for kept in out):
+            out.append(path)
+    return out
+
+
+def _walk_hidden(root: Path, files: list[str], folders: list[str]) -> Iterator[str]:
+    """Without rg: the same search in Python (slower on big trees)."""
+    from fnmatch import fnmatch
+
+    lowered = {f.lower() for f in folders}
+    for base, dirs, names in os.walk(root):
+        rel_base = os.path.relpath(base, root)
+        keep = []
+        for d in dirs:
+            if d.lower() in lowered:
+                yield d if rel_base == "." else f"{rel_base}/{d}"
+            elif d != ".git":
+                keep.append(d)
+        dirs[:] = keep
+        for name in names:
+            if any(fnmatch(name.lower(), pattern.lower()) for pattern in files):
+                yield name if rel_base == "." else f"{rel_base}/{name}"
+
+
+def _whiteout(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() or path.is_symlink():
+        return
+    os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(0, 0))
+
+
+def _is_opaque(path: Path) -> bool:
+    try:
+        names = os.listxattr(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return any(n in names for n in _OPAQUE_XATTRS)
+
+
+def _clear_opaque(path: Path) -> None:
+    # Folded: the pending layer now holds the folder's truth, which must show through again.
+    for name in _OPAQUE_XATTRS:
+        with contextlib.suppress(OSError):
+            os.removexattr(path, name, follow_symlinks=False)
