@@ -20,9 +20,11 @@ import stat
 import subprocess
 import tempfile
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from pathspec import GitIgnoreSpec
 
 from agentls.tools.changeset import ChangeSetError, decode_bytes
 from agentls.tools.sandbox import RootLayers
@@ -137,13 +139,18 @@ class ShadowWorkspace:
         result = FoldResult()
         writes: dict[Path, str] = {}
         deletes: list[WorkspacePath] = []
+        new_ignores: list[tuple[Path, GitIgnoreSpec]] = []
         for layers in self.layers:
             for base, dirs, files in os.walk(layers.upper):
                 base_path = Path(base)
+                spec = _new_ignore_file(base_path, layers.root / base_path.relative_to(
+                    layers.upper))
+                if spec is not None:
+                    new_ignores.append(spec)
                 for name in list(dirs):
                     entry = base_path / name
                     target = layers.root / entry.relative_to(layers.upper)
-                    wp = self._fenced(target)
+                    wp = self._fenced(target, new_ignores, is_dir=True)
                     if wp is None:  # an ignored folder: everything below stays in scratch
                         dirs.remove(name)
                         self._keep(target, result)
@@ -153,7 +160,7 @@ class ShadowWorkspace:
                 for name in files:
                     entry = base_path / name
                     target = layers.root / entry.relative_to(layers.upper)
-                    wp = self._fenced(target)
+                    wp = self._fenced(target, new_ignores)
                     if wp is None:
                         self._keep(target, result)
                         continue
@@ -216,7 +223,15 @@ class ShadowWorkspace:
             except (FenceError, ChangeSetError) as exc:
                 result.skipped.append(f"{wp.display} ({exc})")
 
-    def _fenced(self, path: Path) -> WorkspacePath | None:
+    def _fenced(self, path: Path, new_ignores: Sequence[tuple[Path, GitIgnoreSpec]] = (),
+                is_dir: bool = False) -> WorkspacePath | None:
+        """``path`` if the fence lets the agent change it, else None. ``new_ignores`` are
+        .gitignore files the command wrote itself (`.pytest_cache/.gitignore`): they count."""
+        for folder, spec in new_ignores:
+            if folder == path or folder in path.parents:
+                rel = path.relative_to(folder).as_posix() if path != folder else "."
+                if spec.match_file(rel + ("/" if is_dir else "")):
+                    return None
         try:
             return self.ws.resolve(str(path))
         except FenceError:
@@ -308,6 +323,18 @@ def _walk_hidden(root: Path, files: list[str], folders: list[str]) -> Iterator[s
         for name in names:
             if any(fnmatch(name.lower(), pattern.lower()) for pattern in files):
                 yield name if rel_base == "." else f"{rel_base}/{name}"
+
+
+def _new_ignore_file(upper_dir: Path, target: Path) -> tuple[Path, GitIgnoreSpec] | None:
+    """The rules of a .gitignore a command wrote in ``upper_dir`` (shown at ``target``)."""
+    ignore = upper_dir / ".gitignore"
+    if not ignore.is_file() or ignore.is_symlink():
+        return None
+    try:
+        lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return target, GitIgnoreSpec.from_lines(lines)
 
 
 def _whiteout(path: Path) -> None:
