@@ -15,16 +15,17 @@ from tests.lsp.conftest import (
     AgentClient,
     call,
     initialize,
+    options_for,
     tool_result_text,
 )
-from tests.lsp.conftest import options_for as scripted_options
 
 ECHO = "echo hello-from-the-agent"  # not on the shell allow list: needs approval
 
 
-def options_for(model: ReplayServer, **lsp_settings: Any) -> dict[str, Any]:
-    # These tests are about approvals: ask for commands even though they run sandboxed.
-    return {**scripted_options(model, **lsp_settings), "sandbox": {"ask": True}}
+@pytest.fixture(autouse=True)
+def ask_even_when_sandboxed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about approvals: the server asks for commands though it sandboxes them."""
+    monkeypatch.setenv("AGENTLS_SANDBOX__ASK", "true")
 
 
 def shell_script(turns: int = 1) -> dict[str, Any]:

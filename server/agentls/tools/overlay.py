@@ -14,10 +14,11 @@ A whiteout is a 0/0 character device, which Linux (5.8+) lets anyone create.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
+import re
 import shutil
 import stat
-import subprocess
 import tempfile
 import weakref
 from collections.abc import Iterator, Sequence
@@ -28,7 +29,6 @@ from pathspec import GitIgnoreSpec
 
 from agentls.tools.changeset import ChangeSetError, decode_bytes
 from agentls.tools.sandbox import RootLayers
-from agentls.tools.search import find_rg
 from agentls.tools.workspace import FenceError, Workspace, WorkspacePath
 
 SCRATCH_DIR = ("scratch",)
@@ -84,10 +84,14 @@ class ShadowWorkspace:
         # refuses overlapping lower layers, so it is a private temporary folder.
         self._pending = Path(tempfile.mkdtemp(prefix=f"agentls-pending-{session_key}-"))
         weakref.finalize(self, shutil.rmtree, str(self._pending), True)
+        self._placed: dict[Path, str | None] = {}
+        self._sources: dict[Path, Path] = {}  # pending file -> workspace path
+        self._scans = [_HiddenScan(root, ws.deny) for root in ws.roots]
         for index, root in enumerate(ws.roots):
             base = scratch_root(root) / session_key / f"root{index}"
             layers = RootLayers(root, self._pending / f"root{index}", base / "upper",
                                 base / "work")
+            layers.pending.mkdir()
             for d in (layers.upper, layers.work):
                 d.mkdir(parents=True, exist_ok=True)
             self.layers.append(layers)
@@ -95,36 +99,43 @@ class ShadowWorkspace:
     # -- before a command ----------------------------------------------------------------
 
     def materialise(self) -> int:
-        """Rebuild every pending layer from the ChangeSet and the deny list; returns the
-        number of entries written (files and whiteouts)."""
-        count = 0
-        for layers in self.layers:
-            if layers.pending.exists():
-                shutil.rmtree(layers.pending)
-            layers.pending.mkdir(parents=True)
-            # Hidden first: a pending file never lies under a hidden path (the fence refuses).
-            for rel in hidden_paths(layers.root, self.ws.deny):
-                _whiteout(layers.pending / rel)
-                count += 1
+        """Bring every pending layer up to date with the ChangeSet and the deny list; only
+        what changed since the last command is written. Returns the entries written."""
+        wanted: dict[Path, str | None] = {}  # pending path -> text, None for a whiteout
+        for layers, scan in zip(self.layers, self._scans, strict=True):
+            for rel in scan.hidden():
+                wanted[layers.pending / rel] = None
         for change in self.ws.changeset.changes():
             if change.old_path is not None:
-                count += self._place(change.old_path, None)
-            count += self._place(change.path, change.text)
+                self._want(wanted, change.old_path, None)
+            self._want(wanted, change.path, change.text)
+        for target, text in list(self._placed.items()):
+            if wanted.get(target, "") != text or target not in wanted:
+                _remove(target, self._pending)
+                del self._placed[target]
+        count = 0
+        for target, text in wanted.items():
+            if target in self._placed:
+                continue
+            if text is None:
+                _whiteout(target)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(text.encode("utf-8", "surrogateescape"))
+                source = self._sources.get(target)
+                with contextlib.suppress(OSError):  # keep a script's executable bit
+                    if source is not None:
+                        os.chmod(target, stat.S_IMODE(os.stat(source).st_mode))
+            self._placed[target] = text
+            count += 1
         return count
 
-    def _place(self, path: Path, text: str | None) -> int:
+    def _want(self, wanted: dict[Path, str | None], path: Path, text: str | None) -> None:
         layers = self._layers_of(path)
-        if layers is None:
-            return 0
-        target = layers.pending / path.relative_to(layers.root)
-        if text is None:
-            _whiteout(target)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(text.encode("utf-8", "surrogateescape"))
-            with contextlib.suppress(OSError):  # keep the executable bit of a script
-                os.chmod(target, stat.S_IMODE(os.stat(path).st_mode))
-        return 1
+        if layers is not None:
+            target = layers.pending / path.relative_to(layers.root)
+            wanted[target] = text
+            self._sources[target] = path
 
     def _layers_of(self, path: Path) -> RootLayers | None:
         for layers in self.layers:
@@ -267,62 +278,67 @@ class ShadowWorkspace:
                 yield wp
 
 
-def hidden_paths(root: Path, deny: tuple[str, ...]) -> list[str]:
-    """Paths under ``root`` (relative, posix) the deny list hides, topmost folder for a
-    folder pattern; `.git` excepted (the sandbox shows it read-only)."""
-    folders = [p.rstrip("/").lstrip("/") for p in deny if p.endswith("/") and p != ".git/"]
-    files = [p for p in deny if not p.endswith("/") and not p.startswith("!")]
-    found: set[str] = set()
-    for name in folders:
-        if "/" not in name and (root / name).exists():
-            found.add(name)
-    rg = find_rg()
-    globs = [*files, *(f"**/{d}/**" for d in folders)]
-    if rg is None or not globs:
-        return sorted(found | set(_walk_hidden(root, files, folders)))
-    argv = [rg, "--files", "--hidden", "--no-ignore", "--no-messages", "--no-follow",
-            "--glob", "!.git/", *(arg for g in globs for arg in ("--iglob", g))]
-    listing = subprocess.run(argv, cwd=root, capture_output=True, check=False).stdout
-    for line in listing.decode("utf-8", "surrogateescape").splitlines():
-        found.add(_topmost(line.removeprefix("./"), folders))
-    return sorted(_drop_nested(found))
+class _HiddenScan:
+    """What the deny list hides under a root (relative posix paths; the topmost folder for
+    a folder pattern; `.git` excepted, the sandbox shows it read-only). One walk, then kept
+    while no folder's mtime changed: a new file anywhere changes its folder's mtime."""
+
+    def __init__(self, root: Path, deny: Sequence[str]) -> None:
+        self.root = root
+        self.folders = {p.strip("/").lower() for p in deny
+                        if p.endswith("/") and "/" not in p.strip("/") and p != ".git/"}
+        names = [p.lower() for p in deny if "/" not in p and not p.startswith("!")]
+        self.names = re.compile("|".join(fnmatch.translate(n) for n in names) or "(?!)")
+        nested = [p for p in deny if "/" in p.rstrip("/") or p.startswith("!")]
+        self.paths = GitIgnoreSpec.from_lines([p.lower() for p in nested]) if nested else None
+        self._mtimes: dict[str, int] = {}
+        self._hidden: list[str] = []
+
+    def hidden(self) -> list[str]:
+        if not self._mtimes or any(_mtime(d) != m for d, m in self._mtimes.items()):
+            self._mtimes, self._hidden = {}, []
+            self._walk(str(self.root), "")
+        return self._hidden
+
+    def _walk(self, folder: str, rel: str) -> None:
+        self._mtimes[folder] = _mtime(folder)
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return
+        for entry in entries:
+            path = f"{rel}{entry.name}"
+            lowered = path.lower()
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if is_dir and entry.name == ".git" and not rel:
+                continue
+            if (is_dir and entry.name.lower() in self.folders) or (
+                    not is_dir and self.names.match(entry.name.lower())) or (
+                    self.paths is not None and self.paths.match_file(
+                        lowered + ("/" if is_dir else ""))):
+                self._hidden.append(path)
+            elif is_dir:
+                self._walk(entry.path, path + "/")
 
 
-def _topmost(rel: str, folders: list[str]) -> str:
-    parts = rel.split("/")
-    lowered = [p.lower() for p in parts]
-    for index, part in enumerate(lowered[:-1]):
-        if part in (f.lower() for f in folders):
-            return "/".join(parts[: index + 1])
-    return rel
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
 
 
-def _drop_nested(paths: set[str]) -> list[str]:
-    ordered = sorted(paths)
-    out: list[str] = []
-    for path in ordered:
-        if not any(path.startswith(kept + "/") for kept in out):
-            out.append(path)
-    return out
-
-
-def _walk_hidden(root: Path, files: list[str], folders: list[str]) -> Iterator[str]:
-    """Without rg: the same search in Python (slower on big trees)."""
-    from fnmatch import fnmatch
-
-    lowered = {f.lower() for f in folders}
-    for base, dirs, names in os.walk(root):
-        rel_base = os.path.relpath(base, root)
-        keep = []
-        for d in dirs:
-            if d.lower() in lowered:
-                yield d if rel_base == "." else f"{rel_base}/{d}"
-            elif d != ".git":
-                keep.append(d)
-        dirs[:] = keep
-        for name in names:
-            if any(fnmatch(name.lower(), pattern.lower()) for pattern in files):
-                yield name if rel_base == "." else f"{rel_base}/{name}"
+def _remove(target: Path, top: Path) -> None:
+    """Take ``target`` out of a pending layer, and the folders it leaves empty."""
+    with contextlib.suppress(FileNotFoundError):
+        target.unlink()
+    parent = target.parent
+    while parent != top and top in parent.parents:
+        try:
+            parent.rmdir()
+        except OSError:
+            break
+        parent = parent.parent
 
 
 def _new_ignore_file(upper_dir: Path, target: Path) -> tuple[Path, GitIgnoreSpec] | None:

@@ -354,6 +354,8 @@ def _grant_key(part: SimpleCommand) -> str:
 # Not a shell parser: enough of quotes, separators and substitutions to judge a command part
 # by part. Anything it cannot read raises ShellSyntaxError so the caller asks instead.
 
+ARITHMETIC = "__arithmetic__"
+"""Stands in for a `$((…))` arithmetic expansion, which runs no command."""
 SUBSTITUTION = "__substitution__"
 """Stands in for a `$(…)` or backtick substitution; the inner command is judged apart."""
 
@@ -435,6 +437,10 @@ def _split_into(text: str, parts: list[str]) -> None:
             inner, i = _take_backticks(text, i + 1)
             _split_into(inner, parts)
             buf.append(SUBSTITUTION)
+        elif text.startswith("$((", i):  # arithmetic, not a command; `$(…)` inside still are
+            inner, i = _take_parens(text, i + 2)
+            _split_substitutions(inner, parts)
+            buf.append(ARITHMETIC)
         elif text.startswith("$(", i) or (not quote and text.startswith(("<(", ">("), i)):
             inner, i = _take_parens(text, i + 2)
             _split_into(inner, parts)
@@ -459,6 +465,23 @@ def _split_into(text: str, parts: list[str]) -> None:
     if quote:
         raise ShellSyntaxError(f"unbalanced {quote} quote")
     flush()
+
+
+def _split_substitutions(arithmetic: str, parts: list[str]) -> None:
+    """The commands of the `$(…)` and backticks inside an arithmetic expansion."""
+    i = 0
+    while i < len(arithmetic):
+        if arithmetic.startswith("$((", i):
+            inner, i = _take_parens(arithmetic, i + 2)
+            _split_substitutions(inner, parts)
+        elif arithmetic.startswith("$(", i):
+            inner, i = _take_parens(arithmetic, i + 2)
+            _split_into(inner, parts)
+        elif arithmetic[i] == "`":
+            inner, i = _take_backticks(arithmetic, i + 1)
+            _split_into(inner, parts)
+        else:
+            i += 1
 
 
 def _is_redirect_ampersand(text: str, i: int) -> bool:

@@ -286,3 +286,14 @@ async def test_required_without_a_sandbox_refuses(project: Path, home: Path) -> 
     assert decision.permission == "deny" and "sandbox.mode = required" in decision.reason
     result = await sh(sandbox, Workspace([project]), "touch made.txt")
     assert result["error"] == "SANDBOX_UNAVAILABLE" and not (project / "made.txt").exists()
+
+
+async def test_secrets_made_during_the_session_are_hidden_too(
+        project: Path, sandbox: ShellSandbox) -> None:
+    ws = Workspace([project])
+    assert (await sh(sandbox, ws, "ls -a"))["ok"]
+    (project / "sub").mkdir()
+    (project / "sub" / ".env.local").write_text(SECRET)
+    (project / "id_rsa").write_text(SECRET)
+    result = await sh(sandbox, ws, "cat sub/.env.local id_rsa; ls -a sub")
+    assert SECRET not in result["stdout"] and ".env.local" not in result["stdout"]
