@@ -37,6 +37,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from agentls.permission_policy import PermissionPolicy
+from agentls.sandbox_settings import SandboxSettings
 
 APP_NAME = "agentls"
 WORKSPACE_DIR = ".agentls"
@@ -164,6 +165,7 @@ class Settings(BaseModel):
         default_factory=PermissionPolicy,
         description="What tools may do without asking (DESIGN.md decision 3).",
     )
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
 
     @model_validator(mode="after")
     def _backend_exists(self) -> Settings:

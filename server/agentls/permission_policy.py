@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 Permission = Literal["allow", "ask", "deny"]
 
 SHELL_TOOL = "shell_exec"
+ALLOW_LIST_REASON = "every part of the command is on the allow list"
 
 DEFAULT_TOOL_PERMISSIONS: dict[str, Permission] = {
     "read_file": "allow",
@@ -132,8 +133,8 @@ class PermissionPolicy(BaseModel):
         allow = [_Prefix.parse(p) for p in self.shell_allow]
         unapproved = [part for part in parts if not _is_allowed(part, allow)]
         if not unapproved:
-            return Decision("allow", "every part of the command is on the allow list")
-        keys = tuple(dict.fromkeys(_grant_key(part) for part in unapproved))
+            return Decision("allow", ALLOW_LIST_REASON)
+        keys = tuple(dict.fromkeys(grant_key(part) for part in unapproved))
         names = ", ".join(f"'{part.text}'" for part in unapproved)
         return Decision("ask", f"not on the allow list: {names}", grant_keys=keys)
 
@@ -146,6 +147,8 @@ class Decision:
     """For an `ask` on shell_exec: the command prefixes "allow for this session" would grant."""
     by_user: bool = False
     """The person answered (as opposed to the policy deciding alone)."""
+    note: str = ""
+    """For shell_exec: how the command would run ("sandboxed: no network, …"), shown when asking."""
 
 
 # --- matching command words -------------------------------------------------------------
@@ -201,7 +204,7 @@ def _is_allowed(part: SimpleCommand, allow: list[_Prefix]) -> bool:
     return any(prefix.matches(part.words) for prefix in allow)
 
 
-def _grant_key(part: SimpleCommand) -> str:
+def grant_key(part: SimpleCommand) -> str:
     words = part.words
     if len(words) > 1 and words[0] in _SUBCOMMAND_TOOLS and not words[1].startswith("-"):
         return f"{words[0]} {words[1]}"
@@ -212,6 +215,8 @@ def _grant_key(part: SimpleCommand) -> str:
 # Not a shell parser: enough of quotes, separators and substitutions to judge a command part
 # by part. Anything it cannot read raises ShellSyntaxError so the caller asks instead.
 
+ARITHMETIC = "__arithmetic__"
+"""Stands in for a `$((…))` arithmetic expansion, which runs no command."""
 SUBSTITUTION = "__substitution__"
 """Stands in for a `$(…)` or backtick substitution; the inner command is judged apart."""
 
@@ -293,6 +298,10 @@ def _split_into(text: str, parts: list[str]) -> None:
             inner, i = _take_backticks(text, i + 1)
             _split_into(inner, parts)
             buf.append(SUBSTITUTION)
+        elif text.startswith("$((", i):  # arithmetic, not a command; `$(…)` inside still are
+            inner, i = _take_parens(text, i + 2)
+            _split_substitutions(inner, parts)
+            buf.append(ARITHMETIC)
         elif text.startswith("$(", i) or (not quote and text.startswith(("<(", ">("), i)):
             inner, i = _take_parens(text, i + 2)
             _split_into(inner, parts)
@@ -317,6 +326,23 @@ def _split_into(text: str, parts: list[str]) -> None:
     if quote:
         raise ShellSyntaxError(f"unbalanced {quote} quote")
     flush()
+
+
+def _split_substitutions(arithmetic: str, parts: list[str]) -> None:
+    """The commands of the `$(…)` and backticks inside an arithmetic expansion."""
+    i = 0
+    while i < len(arithmetic):
+        if arithmetic.startswith("$((", i):
+            inner, i = _take_parens(arithmetic, i + 2)
+            _split_substitutions(inner, parts)
+        elif arithmetic.startswith("$(", i):
+            inner, i = _take_parens(arithmetic, i + 2)
+            _split_into(inner, parts)
+        elif arithmetic[i] == "`":
+            inner, i = _take_backticks(arithmetic, i + 1)
+            _split_into(inner, parts)
+        else:
+            i += 1
 
 
 def _is_redirect_ampersand(text: str, i: int) -> bool:

@@ -236,3 +236,14 @@ def test_invalid_configuration_is_reported(tmp_path: Path) -> None:
     done = agentls("backends", env=base_env(tmp_path), cwd=tmp_path)
     assert done.returncode == 78
     assert "backends.x.type" in done.stderr
+
+
+def test_the_sandbox_state_is_listed() -> None:
+    from agentls.cli.backends_cmd import sandbox_line
+    from agentls.config import Settings
+    from agentls.tools.sandbox import SandboxSettings, probe
+
+    line = sandbox_line(Settings())
+    if probe().available:
+        assert line.startswith("sandbox: available (bwrap ") and line.endswith("no network")
+    assert "unsafe" in sandbox_line(Settings(sandbox=SandboxSettings(mode="off")))

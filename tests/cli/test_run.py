@@ -212,7 +212,7 @@ def shell_steps(command: str) -> dict[str, Any]:
 def test_ask_permissions_are_denied_without_a_tty_or_yes(
         server: ReplayServer, env: dict[str, str], project: Path, prompt: Path) -> None:
     server.load(shell_steps("echo approved-run"))
-    done = run(prompt, project, env)
+    done = run(prompt, project, {**env, "AGENTLS_SANDBOX__ASK": "true"})
     assert done.returncode == 0, done.stderr
     assert tool_results(server.requests[1].body)["s1"]["error"] == "USER_REJECTED"
 
@@ -220,7 +220,7 @@ def test_ask_permissions_are_denied_without_a_tty_or_yes(
 def test_yes_approves_ask_permissions(server: ReplayServer, env: dict[str, str], project: Path,
                                       prompt: Path) -> None:
     server.load(shell_steps("echo approved-run"))
-    done = run(prompt, project, env, "--yes")
+    done = run(prompt, project, {**env, "AGENTLS_SANDBOX__ASK": "true"}, "--yes")
     assert done.returncode == 0, done.stderr
     result = tool_results(server.requests[1].body)["s1"]
     assert result["ok"] and "approved-run" in result["stdout"]
@@ -404,7 +404,8 @@ def test_on_a_terminal_the_person_is_asked(server: ReplayServer, env: dict[str, 
     os.write(controller, f"{answer}\n".encode())  # typed ahead; read when the prompt asks
     process = subprocess.Popen(
         [sys.executable, "-m", "agentls", "run", str(prompt), "--cwd", str(project)],
-        stdin=terminal, stdout=subprocess.PIPE, stderr=terminal, env={**env, "TERM": "xterm"},
+        stdin=terminal, stdout=subprocess.PIPE, stderr=terminal,
+        env={**env, "TERM": "xterm", "AGENTLS_SANDBOX__ASK": "true"},
         start_new_session=True)
     os.close(terminal)
     screen = bytearray()

@@ -9,6 +9,7 @@ from typing import Any
 from agentls.engine.agent import RunRequest
 from agentls.engine.events import RecordingFrontend, ToolResultEvent
 from agentls.tools.permissions import ApprovalRequest
+from agentls.tools.sandbox import SandboxSettings
 from agentls.tools.workspace import Workspace
 from tests.engine.conftest import Harness
 
@@ -161,6 +162,12 @@ async def test_cancel_mid_stream_stops_fast_and_keeps_the_session_valid(
     assert follow.stop_reason == "done"
 
 
+def ask_for_commands(harness: Harness) -> None:
+    """Sandboxed commands run without asking: these tests are about asking."""
+    harness.agent.settings = harness.agent.settings.model_copy(
+        update={"sandbox": SandboxSettings(ask=True)})
+
+
 async def test_rejected_shell_then_recovery(harness: Harness) -> None:
     harness.server.load({"steps": [
         {"match": {"tool_results": False}, "reply": {"tool_calls": [
@@ -176,6 +183,7 @@ async def test_rejected_shell_then_recovery(harness: Harness) -> None:
             asked.append(request)
             return "deny"
 
+    ask_for_commands(harness)
     result, _ = await harness.run("install", frontend=Denier(interactive=True))
     assert asked and "pip install" in asked[0].title
     assert tool_results(harness.server.requests[1].body)["s1"]["error"] == "USER_REJECTED"
@@ -372,6 +380,7 @@ async def test_yes_approves_in_automation_mode_but_nobody_answers_questions(
             call("ask_user", "q1", question="Which?", options=["a", "b"])]}},
         {"match": {"tool_results": True}, "times": 2, "reply": {"text": "ok"}},
     ]})
+    ask_for_commands(harness)
     sid = harness.session("automation")
     await harness.run("go", session_id=sid, frontend=PreApproved(interactive=True))
     results = tool_results(harness.server.requests[1].body)
@@ -398,6 +407,7 @@ async def test_cancel_during_tools_keeps_the_results_of_calls_that_ran(
             waiting.set()
             await asyncio.Event().wait()  # the person never answers
 
+    ask_for_commands(harness)
     sid = harness.session()
     task = asyncio.create_task(harness.agent.run(sid, RunRequest("build"),
                                                  Hanging(interactive=True),

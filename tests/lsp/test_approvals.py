@@ -22,6 +22,12 @@ from tests.lsp.conftest import (
 ECHO = "echo hello-from-the-agent"  # not on the shell allow list: needs approval
 
 
+@pytest.fixture(autouse=True)
+def ask_even_when_sandboxed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about approvals: the server asks for commands though it sandboxes them."""
+    monkeypatch.setenv("AGENTLS_SANDBOX__ASK", "true")
+
+
 def shell_script(turns: int = 1) -> dict[str, Any]:
     return {"steps": [
         {"match": {"tool_results": False}, "times": turns, "reply": {"tool_calls": [

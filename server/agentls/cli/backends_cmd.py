@@ -79,6 +79,7 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
         }, indent=2))
     else:
         _print_table(reports)
+        print(sandbox_line(settings))
     if not available:
         print("agentls backends: no backend detected — start a model server or install and "
               "sign in to an agent CLI (see `what to do` above)", file=sys.stderr)
@@ -210,6 +211,22 @@ async def _probe_cli(report: BackendReport, cli: AgentCli, timeout: float
 
 
 # --- human output -------------------------------------------------------------------------------
+
+
+def sandbox_line(settings: config.Settings) -> str:
+    """Where commands the agent runs would run (DESIGN.md decision 11), and why."""
+    from agentls.tools.sandbox import probe
+
+    mode = settings.sandbox.mode
+    if mode == "off":
+        return "sandbox: off (sandbox.mode = off): commands run directly on this machine, unsafe"
+    status = probe()
+    if status.available:
+        network = "network on" if settings.sandbox.network else "no network"
+        return f"sandbox: {status.describe()}, mode {mode}: commands run sandboxed, {network}"
+    then = "commands are refused" if mode == "required" else "every command is asked"
+    return f"sandbox: {status.describe()}; mode {mode}: {then}"
+
 
 _STYLES = {"available": "green", "unsupported": "dim"}
 

@@ -56,6 +56,9 @@ class Renderer:
     def on_event(self, event: Event) -> None:
         if isinstance(event, TextDelta):
             self._text(event.text)
+        elif isinstance(event, StatusEvent) and event.warning:
+            self._end_text_line()
+            self.line(f"warning: {event.message}", style="yellow")
         elif isinstance(event, StatusEvent):
             if event.topic == "instructions":
                 if self.verbose:

@@ -65,6 +65,7 @@ from agentls.tools.permissions import (
     SessionGrants,
 )
 from agentls.tools.registry import ToolBox, ToolContext, ToolOutcome
+from agentls.tools.sandboxed_shell import ShellSandbox
 from agentls.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -139,6 +140,7 @@ class _SessionState:
     facts: context.ProjectFacts | None = None
     instructions: context.Instructions | None = None
     grants: SessionGrants = field(default_factory=SessionGrants)
+    sandbox: ShellSandbox | None = None  # its scratch layer lasts as long as the session
 
 
 class _Run:
@@ -329,6 +331,10 @@ class Agent:
         # A front-end the person approved in advance (`--yes`) answers without asking anyone,
         # so automation runs honour it too; questions (ask_user) still go unanswered.
         approves = not automation or bool(getattr(frontend, "preapproved", False))
+        if state.sandbox is None or state.sandbox.settings != self.settings.sandbox:
+            state.sandbox = ShellSandbox(self.settings.sandbox, run.session.id)
+        state.sandbox.notify = lambda text: frontend.on_event(
+            StatusEvent(message=text, warning=True))
         toolbox = ToolBox(
             ToolContext(
                 workspace,
@@ -337,6 +343,7 @@ class Agent:
                 confirm=_confirm(frontend) if approves else None,
                 api_key_env=self.settings.active_backend.api_key_env or "OPENAI_API_KEY",
                 tool_timeout_s=self.settings.tool_timeout_s,
+                sandbox=state.sandbox,
             ),
             only=request.tools,
         )

@@ -52,6 +52,7 @@ class StatusEvent(Event):
     message: str = ""
     iteration: int = 0
     topic: str = ""  # "instructions": which instruction files were loaded (shown with -v)
+    warning: bool = False  # worth the person's attention: shown, not just a passing status
     kind: EventKind = "status"
 
 

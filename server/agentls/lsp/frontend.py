@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentls.engine.events import DoneEvent, Event, RetryEvent
+from lsprotocol import types as lsp
+
+from agentls.engine.events import DoneEvent, Event, RetryEvent, StatusEvent
 from agentls.lsp import approvals
 from agentls.lsp.protocol import CHAT_EVENT, chat_event
 
@@ -43,6 +45,9 @@ class LspFrontend:
         if isinstance(event, DoneEvent):
             self.done = event
             return
+        if isinstance(event, StatusEvent) and event.warning:
+            self._ls.window_show_message(lsp.ShowMessageParams(
+                type=lsp.MessageType.Warning, message=f"AgentLS: {event.message}"))
         fields = event.to_dict()
         fields.pop("kind", None)
         if isinstance(event, RetryEvent):

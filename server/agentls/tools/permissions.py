@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentls.permission_policy import (
+    ALLOW_LIST_REASON,
+    ARITHMETIC,
     DEFAULT_SHELL_ALLOW,
     DEFAULT_SHELL_DENY,
     DEFAULT_TOOL_PERMISSIONS,
@@ -22,11 +24,13 @@ from agentls.permission_policy import (
     PermissionPolicy,
     ShellSyntaxError,
     SimpleCommand,
+    grant_key,
     split_commands,
 )
 from agentls.tools.output import fail
 
 __all__ = [  # the policy's names, re-exported for callers that import them from here
+    "ARITHMETIC",
     "DEFAULT_SHELL_ALLOW",
     "DEFAULT_SHELL_DENY",
     "DEFAULT_TOOL_PERMISSIONS",
@@ -39,14 +43,56 @@ __all__ = [  # the policy's names, re-exported for callers that import them from
     "Permission",
     "PermissionPolicy",
     "SessionGrants",
+    "ShellMode",
     "ShellSyntaxError",
     "SimpleCommand",
     "check",
     "rejection",
+    "sandbox_decision",
     "split_commands",
 ]
 
 ApprovalAnswer = Literal["allow_once", "allow_session", "deny"]
+
+ShellState = Literal["sandboxed", "unavailable", "required", "off"]
+
+
+@dataclass(frozen=True)
+class ShellMode:
+    """How the next shell command would run (DESIGN.md decision 11), for the policy."""
+
+    state: ShellState
+    note: str
+    ask: bool = False
+    """Sandboxed, but the person wants to be asked anyway (`sandbox.ask`)."""
+
+
+def sandbox_decision(decision: Decision, mode: ShellMode, command: str) -> Decision:
+    """The policy's decision for a shell command, given how it would run. Sandboxed: no
+    approval needed (nothing leaves the sandbox but the diff). Unsandboxed in `auto`: every
+    command is asked, allow list or not. `required` without a sandbox: refused before anyone
+    is asked. The deny list and a tool set to `deny` still refuse."""
+    if decision.permission == "deny":
+        return decision
+    if mode.state == "required":
+        return Decision("deny", mode.note.replace("not sandboxed", "no sandbox") +
+                        "; sandbox.mode = required refuses it", note=mode.note)
+    if mode.state == "sandboxed" and not mode.ask:
+        return Decision("allow", mode.note, note=mode.note)
+    if mode.state == "sandboxed" or (mode.state == "unavailable"
+                                     and decision.reason == ALLOW_LIST_REASON):
+        reason = f"{mode.note} (sandbox.ask is on)" if mode.ask else mode.note
+        return Decision("ask", reason, decision.grant_keys or _grant_keys(command),
+                        note=mode.note)
+    return Decision(decision.permission, decision.reason, decision.grant_keys, note=mode.note)
+
+
+def _grant_keys(command: str) -> tuple[str, ...]:
+    try:
+        parts = split_commands(command)
+    except ShellSyntaxError:
+        return ()
+    return tuple(dict.fromkeys(grant_key(part) for part in parts))
 
 
 @dataclass(frozen=True)
@@ -94,12 +140,16 @@ async def check(
     confirm: Confirm | None,
     *,
     grants: SessionGrants | None = None,
+    shell_mode: ShellMode | None = None,
 ) -> Decision:
     """Decide, asking the person through ``confirm`` when the policy says `ask`.
 
-    ``confirm`` is None in a non-interactive run: then `ask` becomes `deny`.
+    ``confirm`` is None in a non-interactive run: then `ask` becomes `deny`. ``shell_mode``
+    says how a shell command would run (see ``sandbox_decision``).
     """
     decision = policy.decide(tool, args)
+    if tool == SHELL_TOOL and shell_mode is not None:
+        decision = sandbox_decision(decision, shell_mode, str(args.get("command", "")))
     if decision.permission != "ask":
         return decision
     if grants is not None and grants.covers(tool, decision):
@@ -134,6 +184,8 @@ def rejection(decision: Decision) -> dict[str, Any]:
 def _request(tool: str, args: Mapping[str, Any], decision: Decision) -> ApprovalRequest:
     if tool == SHELL_TOOL:
         title = f"Run `{args.get('command', '')}`?"
+        if decision.note:
+            title += f" ({decision.note})"
         scope = "commands starting with " + ", ".join(f"`{k}`" for k in decision.grant_keys)
     else:
         title = f"Allow {tool}?"

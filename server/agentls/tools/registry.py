@@ -27,6 +27,7 @@ from agentls.tools.permissions import (
     check,
     rejection,
 )
+from agentls.tools.sandboxed_shell import ShellSandbox
 from agentls.tools.workspace import FenceError, Workspace
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,8 @@ class ToolContext:
     shell_output_limit: int = shell.DEFAULT_OUTPUT_LIMIT
     api_key_env: str = "OPENAI_API_KEY"
     tool_timeout_s: float = 60.0  # per call; shell_exec gets at least its own timeout + 5 s
+    # Where shell_exec runs (DESIGN.md decision 11); the engine keeps one per session.
+    sandbox: ShellSandbox = field(default_factory=ShellSandbox)
 
 
 Runner = Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]
@@ -131,9 +134,9 @@ async def _search(ctx: ToolContext, p: SearchTextParams) -> dict[str, Any]:
 
 
 async def _shell(ctx: ToolContext, p: ShellExecParams) -> dict[str, Any]:
-    return await shell.shell_exec(ctx.workspace, p.command, p.cwd, p.timeout,
-                                  api_key_env=ctx.api_key_env,
-                                  output_limit=ctx.shell_output_limit)
+    return await ctx.sandbox.run(ctx.workspace, p.command, p.cwd, p.timeout,
+                                 api_key_env=ctx.api_key_env,
+                                 output_limit=ctx.shell_output_limit)
 
 
 async def _git_status(ctx: ToolContext, p: GitStatusParams) -> dict[str, Any]:
@@ -167,8 +170,9 @@ DEFAULT_TOOLS: tuple[ToolDef, ...] = (
             files.ApplyPatchParams, _sync(files.apply_patch, thread=False), False),
     ToolDef("delete_file", "Delete a file (not a folder).",
             files.DeleteFileParams, _sync(files.delete_file, thread=False), False),
-    ToolDef("shell_exec", "Run a shell command in the workspace (tests, builds, linters). May "
-            "need the person's approval. Output is cut to its head and tail.",
+    ToolDef("shell_exec", "Run a shell command in the workspace (tests, builds, linters). It "
+            "runs in a sandbox without network that sees your pending changes; files it writes "
+            "join your changes (shown in the result). Output is cut to its head and tail.",
             ShellExecParams, _shell, False),
     ToolDef("git_status", "The branch and changed files.",
             GitStatusParams, _git_status, True),
@@ -259,8 +263,9 @@ class ToolBox:
             return self._outcome(name, args, self._invalid(tool, problems), tool.read_only)
 
         try:
+            shell_mode = self.context.sandbox.mode() if name == "shell_exec" else None
             decision = await check(self.context.policy, name, args, self.context.confirm,
-                                   grants=self.context.grants)
+                                   grants=self.context.grants, shell_mode=shell_mode)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a prompt that fails (closed terminal) is no approval

@@ -13,15 +13,15 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentls.tools.output import fail, ok, truncate_middle
 from agentls.tools.workspace import FenceError
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from agentls.tools.workspace import Workspace
 
 MIN_TIMEOUT = 1.0
@@ -34,6 +34,21 @@ _READ_CHUNK = 65_536
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 
 
+@dataclass(frozen=True)
+class Launch:
+    """How to start a command another way (in a sandbox): the full argv, its environment,
+    the folder to start in, and a hook run in the child before exec (resource limits)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    preexec: Callable[[], None] | None = None
+
+
+Launcher = Callable[[list[str], Path], Launch]
+"""Turns the plain shell argv and working folder into a Launch."""
+
+
 async def shell_exec(
     ws: Workspace,
     command: str,
@@ -42,12 +57,14 @@ async def shell_exec(
     *,
     api_key_env: str = "OPENAI_API_KEY",
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    launcher: Launcher | None = None,
 ) -> dict[str, Any]:
     """Run ``command`` with ``cwd`` inside the workspace (default: the first root).
 
     ``timeout`` is clamped to 1..600 seconds; a clamped value is reported in ``notes``.
     stdout and stderr each keep their first and last ``output_limit`` characters.
     A timeout is a failed result (`TIMEOUT`) that still carries the output so far.
+    ``launcher`` starts the command another way (``agentls.tools.sandboxed_shell``).
     """
     if not command.strip():
         return fail("EMPTY_COMMAND", "The command is empty. Pass the shell command to run.")
@@ -63,6 +80,9 @@ async def shell_exec(
         )
     limit, notes = _clamp_timeout(timeout)
 
+    argv = [_shell(), "-c", command]
+    launch = (launcher(argv, directory) if launcher is not None else
+              Launch(argv, scrubbed_environment(os.environ, api_key_env), directory))
     started = time.monotonic()
     # Our own pipes, not asyncio's: Python 3.11's Process.wait() would wait for every process
     # holding them, and a detached background process may hold them forever.
@@ -70,15 +90,14 @@ async def shell_exec(
     err_read, err_write = os.pipe()
     try:
         process = await asyncio.create_subprocess_exec(
-            _shell(),
-            "-c",
-            command,
-            cwd=directory,
-            env=scrubbed_environment(os.environ, api_key_env),
+            *launch.argv,
+            cwd=launch.cwd,
+            env=launch.env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=out_write,
             stderr=err_write,
             start_new_session=True,
+            preexec_fn=launch.preexec,
         )
     except OSError as exc:
         os.close(out_read)

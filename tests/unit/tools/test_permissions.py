@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from agentls.tools.permissions import (
+    ARITHMETIC,
     DEFAULT_TOOL_PERMISSIONS,
     ApprovalAnswer,
     ApprovalRequest,
@@ -334,3 +335,12 @@ def test_policy_refusal_explains_the_reason() -> None:
     result = rejection(shell("curl x"))
     assert result["error"] == "USER_REJECTED"
     assert "curl" in result["message"] and "permission policy" in result["message"]
+
+
+def test_arithmetic_expansion_is_not_a_command_substitution() -> None:
+    parts = split_commands("echo $((6*7)) && echo $(( (1+2) * 3 ))")
+    assert [p.words for p in parts] == [("echo", ARITHMETIC), ("echo", ARITHMETIC)]
+    nested = split_commands("echo $(($(cat n) + 1))")  # a substitution inside still counts
+    assert sorted(p.words[0] for p in nested) == ["cat", "echo"]
+    assert PermissionPolicy().decide("shell_exec", {"command": "echo $((6*7))"}).permission \
+        == "ask"

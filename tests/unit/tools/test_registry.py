@@ -9,6 +9,8 @@ import pytest
 
 from agentls.tools.permissions import ApprovalRequest, PermissionPolicy
 from agentls.tools.registry import DEFAULT_TOOLS, ToolBox, ToolContext, ToolDef, schema_of
+from agentls.tools.sandbox import SandboxSettings
+from agentls.tools.sandboxed_shell import ShellSandbox
 from agentls.tools.workspace import Workspace
 
 
@@ -53,7 +55,18 @@ async def test_fence_errors_become_results(box: ToolBox) -> None:
     assert outcome.result["ok"] is False and outcome.result["error"] == "OUTSIDE_WORKSPACE"
 
 
-async def test_shell_is_asked_and_denied_without_a_callback(box: ToolBox) -> None:
+def _asking_sandbox() -> ShellSandbox:
+    return ShellSandbox(SandboxSettings(ask=True))
+
+
+async def test_sandboxed_shell_runs_without_asking(box: ToolBox) -> None:
+    outcome = await box.call("shell_exec", {"command": "echo hi"})
+    assert outcome.ok and outcome.result["stdout"].strip() == "hi"
+    assert outcome.result["sandbox"] == "sandboxed: no network, writes shown as a diff"
+
+
+async def test_shell_is_asked_and_denied_without_a_callback(tmp_path: Path) -> None:
+    box = ToolBox(ToolContext(Workspace([tmp_path]), sandbox=_asking_sandbox()))
     outcome = await box.call("shell_exec", {"command": "python -c 'print(1)'"})
     assert outcome.result["error"] == "USER_REJECTED"
 
@@ -65,10 +78,12 @@ async def test_shell_approval_callback(tmp_path: Path) -> None:
         asked.append(request)
         return "allow_once"
 
-    box = ToolBox(ToolContext(Workspace([tmp_path]), confirm=confirm))  # type: ignore[arg-type]
+    box = ToolBox(ToolContext(Workspace([tmp_path]), confirm=confirm,  # type: ignore[arg-type]
+                              sandbox=_asking_sandbox()))
     outcome = await box.call("shell_exec", {"command": "echo hello"})
     assert outcome.ok and outcome.result["stdout"].strip() == "hello"
     assert asked and "echo hello" in asked[0].title
+    assert "sandboxed: no network, writes shown as a diff" in asked[0].title
 
 
 async def test_denied_tool_by_policy(tmp_path: Path) -> None:
@@ -119,7 +134,8 @@ async def test_a_failing_approval_prompt_is_a_refusal(tmp_path: Path) -> None:
     async def confirm(request: ApprovalRequest) -> str:
         raise EOFError("stdin is closed")
 
-    box = ToolBox(ToolContext(Workspace([tmp_path]), confirm=confirm))  # type: ignore[arg-type]
+    box = ToolBox(ToolContext(Workspace([tmp_path]), confirm=confirm,  # type: ignore[arg-type]
+                              sandbox=_asking_sandbox()))
     outcome = await box.call("shell_exec", {"command": "make build"})
     assert outcome.result["error"] == "USER_REJECTED"
     assert "approval prompt failed (stdin is closed)" in outcome.result["message"]

@@ -1,0 +1,170 @@
+"""shell_exec in the sandbox over the shadow workspace (DESIGN.md decision 11).
+
+``ShellSandbox`` lives as long as a session: it knows the sandbox settings, whether a
+sandbox can run here, the session's scratch layer, and whether the person has been warned
+that commands run unsandboxed. Per command: rebuild the pending layer from the ChangeSet,
+run the command under bwrap (``agentls.tools.shell`` does the process handling), then fold
+its writes into the ChangeSet. The permission side (``shell_mode``) tells the policy whether
+a command is sandboxed, so it can run without asking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import secrets
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from agentls.tools import shell
+from agentls.tools.output import fail
+from agentls.tools.overlay import ShadowWorkspace
+from agentls.tools.permissions import ShellMode, ShellState
+from agentls.tools.sandbox import (
+    SandboxSettings,
+    SandboxStatus,
+    bwrap_argv,
+    home_dirs,
+    probe,
+    sandbox_environment,
+)
+from agentls.tools.workspace import Workspace
+
+SANDBOX_HOME = "/tmp/home"
+SANDBOX_TMP = "/tmp"
+_MEMORY_SIGNS = ("MemoryError", "Cannot allocate memory", "out of memory", "std::bad_alloc")
+
+
+class ShellSandbox:
+    """One session's sandbox: settings, availability, scratch layer, one-time warning."""
+
+    def __init__(
+        self,
+        settings: SandboxSettings | None = None,
+        session_key: str | None = None,
+        *,
+        notify: Callable[[str], None] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.settings = settings or SandboxSettings()
+        self.session_key = _safe_key(session_key) if session_key else secrets.token_hex(6)
+        self.notify = notify
+        self._environ = environ
+        self._status: SandboxStatus | None = None
+        self._shadows: dict[tuple[Path, ...], ShadowWorkspace] = {}
+        self._warned = False
+        self._lock = asyncio.Lock()  # one overlay mount of the upper layer at a time
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        return os.environ if self._environ is None else self._environ
+
+    def status(self) -> SandboxStatus:
+        if self._status is None:
+            self._status = probe(self.environ)
+        return self._status
+
+    def mode(self) -> ShellMode:
+        """What the permission policy needs to know about the next command."""
+        mode = self.settings.mode
+        if mode == "off":
+            return ShellMode("off", "not sandboxed (sandbox.mode = off): the command runs "
+                             "directly on this machine")
+        status = self.status()
+        if not status.available:
+            state: ShellState = "required" if mode == "required" else "unavailable"
+            return ShellMode(state, f"not sandboxed ({status.detail}): the command runs "
+                             f"directly on this machine")
+        network = "network on" if self.settings.network else "no network"
+        return ShellMode("sandboxed", f"sandboxed: {network}, writes shown as a diff",
+                         ask=self.settings.ask)
+
+    def warning(self) -> str | None:
+        """The one-time warning when commands cannot be sandboxed (None once given)."""
+        if self._warned or self.settings.mode == "off" or self.status().available:
+            return None
+        self._warned = True
+        status = self.status()
+        if self.settings.mode == "required":
+            return (f"AgentLS will not run commands: sandbox.mode is 'required' and no sandbox "
+                    f"can run here ({status.detail}). Fix: {status.fix}.")
+        return (f"AgentLS cannot sandbox commands here ({status.detail}), so it will ask "
+                f"before every command. Fix: {status.fix}.")
+
+    async def run(
+        self,
+        ws: Workspace,
+        command: str,
+        cwd: str | None,
+        timeout: float,
+        *,
+        api_key_env: str,
+        output_limit: int,
+    ) -> dict[str, Any]:
+        mode = self.mode()
+        note = self.warning()
+        if note and self.notify is not None:
+            self.notify(note)
+        if mode.state == "required":
+            status = self.status()
+            return fail("SANDBOX_UNAVAILABLE", f"Commands cannot run: sandbox.mode is "
+                        f"'required' and no sandbox can run here ({status.detail}). Do the "
+                        f"task without running commands, or tell the person: {status.fix}.")
+        if mode.state != "sandboxed":
+            result = await shell.shell_exec(ws, command, cwd, timeout, api_key_env=api_key_env,
+                                            output_limit=output_limit)
+            result["sandbox"] = mode.note
+            return result
+        async with self._lock:
+            return await self._run_sandboxed(ws, command, cwd, timeout, api_key_env,
+                                             output_limit)
+
+    async def _run_sandboxed(self, ws: Workspace, command: str, cwd: str | None,
+                             timeout: float, api_key_env: str, output_limit: int
+                             ) -> dict[str, Any]:
+        shadow = self.shadow(ws)
+        await asyncio.to_thread(shadow.materialise)
+        status = self.status()
+        assert status.bwrap is not None
+        settings = self.settings
+        env = sandbox_environment(settings, self.environ, SANDBOX_HOME, SANDBOX_TMP,
+                                  api_key_env)
+        homes = home_dirs(self.environ)
+        memory = settings.memory_mb * 1024 * 1024
+
+        def limit_memory() -> None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+        def launcher(argv: list[str], directory: Path) -> shell.Launch:
+            full = bwrap_argv(status.bwrap or "bwrap", settings, shadow.layers, directory, env,
+                              argv, hidden_homes=homes)
+            return shell.Launch(full, dict(env), ws.roots[0], limit_memory)
+
+        result = await shell.shell_exec(ws, command, cwd, timeout, api_key_env=api_key_env,
+                                        output_limit=output_limit, launcher=launcher)
+        stderr = str(result.get("stderr", ""))
+        if result.get("exit_code") == 1 and stderr.startswith("bwrap:"):
+            return fail("SANDBOX_FAILED", f"The sandbox could not start the command "
+                        f"({stderr.strip()}). Tell the person; running it again will not help.")
+        folded = await asyncio.to_thread(shadow.fold)
+        result.update(folded.to_result())
+        result["sandbox"] = self.mode().note
+        if result.get("exit_code") not in (0, None) and any(
+                sign in str(result.get("stderr", "")) for sign in _MEMORY_SIGNS):
+            result.setdefault("notes", []).append(
+                f"the command may have hit the sandbox memory limit ({settings.memory_mb} "
+                f"MiB, sandbox.memory_mb)")
+        return result
+
+    def shadow(self, ws: Workspace) -> ShadowWorkspace:
+        shadow = self._shadows.get(ws.roots)
+        if shadow is None or shadow.ws is not ws:
+            shadow = self._shadows[ws.roots] = ShadowWorkspace(ws, self.session_key)
+        return shadow
+
+
+def _safe_key(key: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c in "-_" else "_" for c in key)[:64]
+    return cleaned or secrets.token_hex(6)

@@ -1,0 +1,88 @@
+"""`agentls run` with the sandbox: shell writes in the dry run's diff, and a kill -9 of the
+agent leaves no process of the command behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tests.cli.headless_helpers import agentls, call
+
+from agentls.devtools.replay import ReplayServer
+from agentls.tools.sandbox import probe
+
+pytestmark = pytest.mark.skipif(not probe().available, reason="no sandbox here")
+
+
+def shell_run(command: str) -> dict[str, object]:
+    return {"steps": [
+        {"match": {"tool_results": False}, "reply": {"tool_calls": [
+            call("shell_exec", "s1", command=command, timeout=120)]}},
+        {"match": {"tool": "shell_exec"}, "reply": {"text": "ran it"}},
+    ]}
+
+
+def test_dry_run_diff_shows_shell_writes_not_caches(
+        server: ReplayServer, env: dict[str, str], project: Path, tmp_path: Path) -> None:
+    (project / "test_calc.py").write_text("def test_one():\n    assert True\n")
+    (project / ".gitignore").write_text("__pycache__/\n")
+    server.load(shell_run(f"{sys.executable} -m pytest -q test_calc.py && "
+                          "echo from-the-shell > notes.txt"))
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("make notes\n")
+    done = agentls("run", str(prompt), "--cwd", str(project), "--dry-run", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "+++ b/notes.txt\n" in done.stdout and "+from-the-shell\n" in done.stdout
+    assert "pytest_cache" not in done.stdout and "__pycache__" not in done.stdout
+    assert "dry run: 1 file not written" in done.stderr
+    assert not (project / "notes.txt").exists()
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state != b"Z":
+            found.append(int(entry))
+    return found
+
+
+def test_kill_9_of_the_agent_kills_the_command(
+        server: ReplayServer, env: dict[str, str], project: Path, tmp_path: Path) -> None:
+    marker = "317.25"  # an unusual sleep length to find the command's processes by
+    server.load(shell_run(f"sleep {marker} & sleep {marker}; echo late > late.txt"))
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("wait\n")
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "agentls", "run", str(prompt), "--cwd", str(project)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(_processes_with(f"sleep {marker}")) < 2:
+            assert time.monotonic() < deadline, "the command never started"
+            assert agent.poll() is None, "agentls ended before running the command"
+            time.sleep(0.1)
+        agent.send_signal(signal.SIGKILL)
+        agent.wait()
+        time.sleep(1.0)
+        assert _processes_with(marker) == []
+        assert not (project / "late.txt").exists()
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+        for pid in _processes_with(marker):
+            os.kill(pid, signal.SIGKILL)
