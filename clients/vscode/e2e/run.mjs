@@ -32,8 +32,10 @@ function log(message) {
   console.log(`[e2e ${((Date.now() - t0) / 1000).toFixed(1)}s] ${message}`);
 }
 
+class Fatal extends Error {}
+
 function fail(message) {
-  throw new Error(`${step}: ${message}`);
+  throw new Fatal(`${step}: ${message}`);
 }
 
 async function until(what, check, timeout = T.long) {
@@ -44,6 +46,7 @@ async function until(what, check, timeout = T.long) {
       last = await check();
       if (last) return last;
     } catch (error) {
+      if (error instanceof Fatal) throw error;
       last = error;
     }
     await new Promise((r) => setTimeout(r, 100));
@@ -88,7 +91,6 @@ async function shot(name) {
 // --- VS Code UI helpers ------------------------------------------------------------------
 
 async function palette(command) {
-  step = `palette: ${command}`;
   await page.keyboard.press("Escape");
   await page.keyboard.press("F1");
   const input = page.locator(".quick-input-widget input.input");
@@ -176,6 +178,8 @@ async function main() {
     "git.openRepositoryInParentFolders": "never",
     "editor.lightbulb.enabled": "on",
     "window.dialogStyle": "custom",
+    "chat.disableAIFeatures": true,
+    "workbench.secondarySideBar.defaultVisibility": "hidden",
   }, null, 2));
 
   step = "install the .vsix";
@@ -205,9 +209,13 @@ async function main() {
     await page.goto(`${url.replace(/\/$/, "")}/?folder=${encodeURIComponent(ws)}`);
     await page.locator(".monaco-workbench").waitFor({ timeout: T.long });
     const statusItem = page.locator(".statusbar-item", { hasText: "AgentLS" }).first();
-    await until("the AgentLS status bar item (server initialized)", async () =>
-      (await statusItem.getAttribute("aria-label"))?.includes("AgentLS") &&
-      !(await statusItem.locator(".codicon-loading").count()));
+    await until("the AgentLS status bar item to say idle (server initialized)", async () => {
+      if (await statusItem.locator(".codicon-error").count()) {
+        fail("the AgentLS server did not start (status bar shows an error); see the AgentLS " +
+             "output channel log under the temporary user-data-dir's logs/");
+      }
+      return (await statusItem.locator(".codicon-comment-discussion").count()) > 0;
+    });
     log("workbench ready, AgentLS server started");
 
     step = "set the API key";
@@ -234,10 +242,7 @@ async function main() {
 
     step = "refactor preview: accept";
     await chatFromPalette("Please fix add in calc.py");
-    const apply = page.locator(".bulk-edit-panel .monaco-button, .bulk-edit-panel button", { hasText: /^Apply$/ }).first();
-    await apply.waitFor({ state: "visible", timeout: T.long });
-    await shot("preview");
-    await apply.click();
+    await acceptPreview("preview");
     await until("calc.py on disk to say `return a + b`", () => readCalc(ws).includes("return a + b"));
     await waitTurn(1, "'Edit applied'", (t) => t.includes("Edit applied: calc.py"));
     log("preview accepted; calc.py changed on disk; the panel says so");
@@ -245,7 +250,7 @@ async function main() {
     step = "refactor preview: discard";
     const before = readCalc(ws);
     await chatFromPalette("Please square mul in calc.py");
-    const discard = page.locator(".bulk-edit-panel .monaco-button, .bulk-edit-panel button", { hasText: /^Discard$/ }).first();
+    const discard = page.locator(".bulk-edit-panel .monaco-button", { hasText: /^Discard$/ }).first();
     await discard.waitFor({ state: "visible", timeout: T.long });
     await discard.click();
     await waitTurn(2, "'Edit not applied'", (t) => t.includes("Edit not applied") && t.includes("left unchanged"));
@@ -253,22 +258,37 @@ async function main() {
     log("preview discarded; calc.py unchanged; the panel says so");
 
     step = "code action from the lightbulb";
-    await palette("Go to File…");
-    await answerInputBoxLoose("calc.py");
-    const editor = page.locator(".monaco-editor .view-lines").first();
-    await until("calc.py open in the editor", async () => (await editor.innerText()).includes("def add"));
-    await page.locator(".monaco-editor .view-line", { hasText: "def add" }).first().click();
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("F1");
+    await answerInputBoxLoose("calc.py"); // without the ">" the quick input opens files
+    const editor = page.locator(".part.editor .monaco-editor .view-lines").first();
+    const editorText = async () => (await editor.innerText()).replace(/\u00a0/g, " ");
+    await until("calc.py open in the editor", async () => (await editorText()).includes("def add"));
+    await page.locator(".part.editor .monaco-editor .view-line").first().click();
     await page.keyboard.press("Home");
     await page.keyboard.press("Shift+ArrowDown");
     await page.keyboard.press("Shift+ArrowDown");
-    await page.keyboard.press("Control+.");
+    const bulb = page.locator(".part.editor :is(.lightBulbWidget, .lightbulb-glyph)").first();
     const action = page.locator(".action-widget .monaco-list-row, .context-view .action-item",
                                 { hasText: "AgentLS: Add documentation" }).first();
-    await action.waitFor({ state: "visible", timeout: T.long });
+    // The bulb is re-computed for the new selection: open its menu until the selection's
+    // actions are in it.
+    await until("'AgentLS: Add documentation' in the lightbulb menu", async () => {
+      await bulb.waitFor({ state: "visible", timeout: T.short });
+      await bulb.click();
+      try {
+        await action.waitFor({ state: "visible", timeout: 2_000 });
+        return true;
+      } catch {
+        await page.keyboard.press("Escape");
+        return false;
+      }
+    });
     await shot("code-actions");
     await action.click();
+    await acceptPreview(); // the action's edit needs confirmation too
     await until("the docstring in the editor", async () =>
-      (await editor.innerText()).includes("Return the sum of a and b."));
+      (await editorText()).includes("Return the sum of a and b."));
     log("code action 'AgentLS: Add documentation' resolved and applied");
 
     step = "approve a shell command";
@@ -279,18 +299,18 @@ async function main() {
     if (!dialogText.includes("echo scripted-check-ok")) fail(`the modal does not show the command:\n${dialogText}`);
     await shot("approval");
     await dialog.locator(".monaco-button", { hasText: /^Allow once$/ }).click();
-    await waitTurn(4, "the answer after the approved command",
+    await waitTurn(3, "the answer after the approved command",
                    (t) => t.includes("The check printed scripted-check-ok."));
     log("shell command approved in the modal; the run finished");
 
     step = "cancel a long run";
     await chatFromPalette("Tell me a long story");
-    await waitTurn(5, "the long answer to start streaming", (t) => t.includes("Once upon"));
+    await waitTurn(4, "the long answer to start streaming", (t) => t.includes("Once upon"));
     await frame.locator("#cancel").click();
-    await waitTurn(5, "the run to stop as cancelled", (t) => /cancelled/.test(t), T.short * 2);
-    const stopped = (await panelTurnText(5)).length;
+    await waitTurn(4, "the run to stop as cancelled", (t) => /cancelled/.test(t), T.short * 2);
+    const stopped = (await panelTurnText(4)).length;
     await new Promise((r) => setTimeout(r, 1000));
-    if ((await panelTurnText(5)).length !== stopped) fail("text kept streaming after Cancel");
+    if ((await panelTurnText(4)).length !== stopped) fail("text kept streaming after Cancel");
     if (await frame.locator("#cancel").isVisible()) fail("the Cancel button is still shown");
     log("long run cancelled from the panel");
     await shot("cancelled");
@@ -300,8 +320,43 @@ async function main() {
     throw error;
   } finally {
     await browser.close();
+    copyOutputLog(userData);
   }
   writeFigures(timings);
+}
+
+async function acceptPreview(screenshot) {
+  const apply = page.locator(".bulk-edit-panel .monaco-button", { hasText: /^Apply$/ }).first();
+  await apply.waitFor({ state: "visible", timeout: T.long });
+  await dumpPreview();
+  // VS Code leaves changes that need confirmation unticked: tick the file (all its changes).
+  await previewCheckbox().click();
+  await until("the change to be ticked", async () =>
+    (await previewCheckbox().getAttribute("aria-checked")) === "true" ||
+    (await previewCheckbox().isChecked().catch(() => false)), T.short);
+  if (screenshot) await shot(screenshot);
+  await apply.click();
+  await apply.waitFor({ state: "hidden", timeout: T.short });
+}
+
+function previewCheckbox() {
+  return page.locator(".bulk-edit-panel .monaco-list-row").first()
+    .locator("input.edit-checkbox, .monaco-checkbox, .monaco-custom-toggle").first();
+}
+
+async function dumpPreview() {
+  const html = await page.locator(".bulk-edit-panel").first().innerHTML().catch((e) => String(e));
+  fs.writeFileSync(path.join(ARTIFACTS, "preview-dom.html"), html);
+}
+
+/** The extension's "AgentLS" output channel (the server's log) next to the screenshots. */
+function copyOutputLog(userData) {
+  const found = fs.readdirSync(path.join(userData, "logs"), { recursive: true })
+    .filter((f) => String(f).endsWith("AgentLS.log"));
+  for (const [i, file] of found.entries()) {
+    fs.copyFileSync(path.join(userData, "logs", String(file)),
+                    path.join(ARTIFACTS, `agentls-output${i ? `-${i}` : ""}.log`));
+  }
 }
 
 async function answerInputBoxLoose(text) {

@@ -214,7 +214,10 @@ function installHandlers(lc: LanguageClient): void {
     async (params: ApplyWorkspaceEditParams): Promise<ApplyWorkspaceEditResult> => {
       const edit = await lc.protocol2CodeConverter.asWorkspaceEdit(params.edit);
       const applied = await vscode.workspace.applyEdit(edit, { isRefactoring: true });
-      if (!applied) return { applied: false, failureReason: "discarded in the refactor preview" };
+      if (!applied) {
+        return { applied: false,
+                 failureReason: "discarded in the refactor preview, or no change was ticked" };
+      }
       if (vscode.workspace.getConfiguration("agentls").get("saveAcceptedEdits", true)) {
         for (const [uri] of edit.entries()) {
           const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());

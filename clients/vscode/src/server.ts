@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import {
-  LanguageClient, type LanguageClientOptions, type ServerOptions, TransportKind,
+  LanguageClient, type LanguageClientOptions, type ServerOptions,
 } from "vscode-languageclient/node";
 import { readSettings, serverEnv, toServerConfig } from "./pure/config";
 
@@ -50,10 +50,11 @@ export function serverConfig(hasKey: boolean): Record<string, unknown> {
 export function createClient(command: ServerCommand, apiKey: string | undefined,
                              output: vscode.OutputChannel): LanguageClient {
   const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  // No `transport`: the languageclient would add --stdio, and `agentls serve` speaks stdio
+  // by default.
   const serverOptions: ServerOptions = {
     command: command.command,
     args: command.args,
-    transport: TransportKind.stdio,
     options: { cwd, env: serverEnv(process.env, apiKey) },
   };
   const hasKey = Boolean(apiKey);

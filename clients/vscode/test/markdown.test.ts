@@ -54,3 +54,8 @@ test("ordinary markdown still renders: emphasis, lists, http links", () => {
   assert.match(html, /<li>one<\/li>/);
   assert.match(html, /<a href="https:\/\/example.com\/a" title="https:\/\/example.com\/a">docs<\/a>/);
 });
+
+test("file names are not turned into web links", () => {
+  assert.doesNotMatch(renderMarkdown("Fixed add() in calc.py and README.md."), /<a /);
+  assert.match(renderMarkdown("see https://example.com"), /<a href="https:\/\/example.com"/);
+});

@@ -76,6 +76,7 @@ test("the chat result tells the truth about the edit", () => {
                                   failureReason: "discarded in the refactor preview" });
   assert.equal(discarded.editOutcome,
                "Edit not applied (discarded in the refactor preview): calc.py (+1 −1) left unchanged.");
+  assert.doesNotMatch(accepted.status, /refactor preview/);
   const none = startTurn(model, "hello");
   applyResult(model, none, { stopReason: "done", text: "Hi!", applied: null });
   assert.equal(none.editOutcome, undefined);

@@ -4,6 +4,7 @@
 import MarkdownIt from "markdown-it";
 
 const md = new MarkdownIt({ html: false, linkify: true, typographer: false, breaks: false });
+md.linkify.set({ fuzzyLink: false, fuzzyEmail: false }); // "calc.py" is a file, not a site
 
 const SAFE_LINK = /^(https?:|mailto:)/i;
 md.validateLink = (url: string): boolean => SAFE_LINK.test(url.trim());

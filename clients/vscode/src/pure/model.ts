@@ -132,7 +132,8 @@ export function applyEvent(model: PanelModel, event: ChatEvent): Turn | undefine
     case "edit": {
       const files = Array.isArray(event.files) ? (event.files as FileChange[]) : [];
       turn.editOutcome = `Edit proposed: ${describeFiles(files)} — review it in the refactor ` +
-        "preview (Apply or Discard).";
+        "preview: tick the changes to keep (the file's box ticks all), then Apply, or Discard.";
+      turn.status = "waiting for your review in the refactor preview…";
       break;
     }
     case "error": {
