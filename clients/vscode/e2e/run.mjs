@@ -264,23 +264,23 @@ async function main() {
     const editor = page.locator(".part.editor .monaco-editor .view-lines").first();
     const editorText = async () => (await editor.innerText()).replace(/\u00a0/g, " ");
     await until("calc.py open in the editor", async () => (await editorText()).includes("def add"));
-    await page.locator(".part.editor .monaco-editor .view-line").first().click();
-    await page.keyboard.press("Home");
-    await page.keyboard.press("Shift+ArrowDown");
-    await page.keyboard.press("Shift+ArrowDown");
     const bulb = page.locator(".part.editor :is(.lightBulbWidget, .lightbulb-glyph)").first();
     const action = page.locator(".action-widget .monaco-list-row, .context-view .action-item",
                                 { hasText: "AgentLS: Add documentation" }).first();
-    // The bulb is re-computed for the new selection: open its menu until the selection's
-    // actions are in it.
+    // Select add(); the bulb is computed for the selection after a moment: open its menu
+    // until the selection's actions are in it (select again if the bulb went away).
     await until("'AgentLS: Add documentation' in the lightbulb menu", async () => {
-      await bulb.waitFor({ state: "visible", timeout: T.short });
-      await bulb.click();
+      await page.keyboard.press("Escape");
+      await page.locator(".part.editor .monaco-editor .view-line").first().click();
+      await page.keyboard.press("Home");
+      await page.keyboard.press("Shift+ArrowDown");
+      await page.keyboard.press("Shift+ArrowDown");
       try {
-        await action.waitFor({ state: "visible", timeout: 2_000 });
+        await bulb.waitFor({ state: "visible", timeout: 5_000 });
+        await bulb.click();
+        await action.waitFor({ state: "visible", timeout: 3_000 });
         return true;
       } catch {
-        await page.keyboard.press("Escape");
         return false;
       }
     });
@@ -314,6 +314,15 @@ async function main() {
     if (await frame.locator("#cancel").isVisible()) fail("the Cancel button is still shown");
     log("long run cancelled from the panel");
     await shot("cancelled");
+
+    step = "history restored after a reload";
+    await page.reload();
+    await page.locator(".monaco-workbench").waitFor({ timeout: T.long });
+    await until("the conversation restored from agentls/history", async () => {
+      const turns = await panelFrame().locator("section.turn .prompt").allInnerTexts();
+      return turns.includes("Say hello") && turns.includes("Please run the check") ? turns : false;
+    });
+    log("after a reload the panel shows the session again (agentls/history)");
     await context.close();
   } catch (error) {
     if (page) await shot("failure").catch(() => undefined);
@@ -334,7 +343,13 @@ async function acceptPreview(screenshot) {
   await until("the change to be ticked", async () =>
     (await previewCheckbox().getAttribute("aria-checked")) === "true" ||
     (await previewCheckbox().isChecked().catch(() => false)), T.short);
-  if (screenshot) await shot(screenshot);
+  if (screenshot) {
+    // Open the change's diff, as a person reviewing it would, for the screenshot.
+    await page.locator(".bulk-edit-panel .monaco-list-row").nth(1).click();
+    await page.locator(".part.editor .monaco-diff-editor").first()
+      .waitFor({ state: "visible", timeout: T.short });
+    await shot(screenshot);
+  }
   await apply.click();
   await apply.waitFor({ state: "hidden", timeout: T.short });
 }

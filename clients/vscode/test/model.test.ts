@@ -100,7 +100,10 @@ test("history becomes turns: user prompts, assistant text, tool calls with resul
     { kind: "message", role: "tool", toolCallId: "c1", content: "def add…\nmore" },
     { kind: "message", role: "assistant", content: "Done." },
     { kind: "summary", role: "user", content: "summary of older messages" },
-    { kind: "message", role: "user", content: "thanks" },
+    { kind: "message", role: "user",
+      content: "[AgentLS note: the person rejected your changes to calc.py]\n\nthanks" },
+    { kind: "message", role: "assistant", toolCalls: [{ id: "c2", name: "shell_exec", arguments: "{}" }] },
+    { kind: "message", role: "tool", toolCallId: "c2", content: '{"ok": false, "error": "denied"}' },
   ]);
   assert.equal(model.sessionId, "s9");
   assert.equal(model.turns.length, 2);
@@ -110,5 +113,10 @@ test("history becomes turns: user prompts, assistant text, tool calls with resul
     { type: "text", text: "\n\nDone." },
   ]);
   assert.equal(model.turns[1].prompt, "thanks");
+  assert.deepEqual(model.turns[1].parts, [
+    { type: "note", level: "info", text: "the person rejected your changes to calc.py" },
+    { type: "tool", callId: "c2", name: "shell_exec", arguments: "{}", ok: false,
+      summary: "failed: denied" },
+  ]);
   assert.ok(model.turns.every((t) => t.state === "done"));
 });

@@ -204,9 +204,11 @@ export function fromHistory(sessionId: string, messages: HistoryMessage[]): Pane
   for (const m of messages) {
     if ((m.kind ?? "message") !== "message") continue;
     if (m.role === "user") {
-      turn = startTurn(model, m.content ?? "");
+      const { notes, prompt } = splitNotes(m.content ?? "");
+      turn = startTurn(model, prompt);
       turn.state = "done";
       turn.status = "";
+      for (const text of notes) turn.parts.push({ type: "note", level: "info", text });
     } else if (turn && m.role === "assistant") {
       if (m.content) addText(turn, (turn.parts.length ? "\n\n" : "") + m.content);
       for (const call of m.toolCalls ?? []) {
@@ -215,13 +217,39 @@ export function fromHistory(sessionId: string, messages: HistoryMessage[]): Pane
       }
     } else if (turn && m.role === "tool") {
       const call = turn.parts.find((p) => p.type === "tool" && p.callId === m.toolCallId);
-      if (call && call.type === "tool") {
-        call.ok = true;
-        call.summary = firstLine(m.content ?? "");
-      }
+      if (call && call.type === "tool") Object.assign(call, toolOutcome(m.content ?? ""));
     }
   }
   return model;
+}
+
+const NOTE = /^\[AgentLS note: ([^\n]*)\]\n/;
+
+/** The server puts its notes to the model ("the person rejected your changes…") before the
+ * prompt it stores: shown as notes, not as what the person typed. */
+export function splitNotes(content: string): { notes: string[]; prompt: string } {
+  const notes: string[] = [];
+  let rest = content;
+  for (let m = rest.match(NOTE); m; m = rest.match(NOTE)) {
+    notes.push(m[1]);
+    rest = rest.slice(m[0].length);
+  }
+  return notes.length ? { notes, prompt: rest.replace(/^\n/, "") } : { notes, prompt: content };
+}
+
+/** A stored tool result (usually the tool's JSON answer) as ok + a one-line summary. */
+function toolOutcome(content: string): { ok: boolean; summary: string } {
+  try {
+    const data = JSON.parse(content) as Record<string, unknown>;
+    if (data && typeof data === "object" && "ok" in data) {
+      const ok = data.ok !== false;
+      const detail = ok ? "" : String(data.error ?? data.message ?? "");
+      return { ok, summary: firstLine(ok ? "ok" : `failed${detail ? `: ${detail}` : ""}`) };
+    }
+  } catch {
+    // plain text
+  }
+  return { ok: true, summary: firstLine(content) };
 }
 
 function firstLine(text: string): string {
