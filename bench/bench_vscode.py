@@ -36,9 +36,12 @@ def figures_from(data: dict[str, Any]) -> list[Figure]:
         out.append(Figure(ACTIVATION + when, float(activation), "ms"))
     shown, server = data.get("commandToFirstTokenShownMs"), data.get("serverFirstTokenMs")
     if isinstance(shown, int | float) and isinstance(server, int | float):
+        # The per-chat median of (shown - server) when the run recorded it, else the medians'.
+        overhead = data.get("overheadMs")
+        extra = overhead if isinstance(overhead, int | float) else shown - server
         out.append(Figure(FIRST_TOKEN + when, float(shown), "ms", float(server),
                           f"<= baseline + {OVERHEAD_GOAL_MS:.0f} ms",
-                          shown - server <= OVERHEAD_GOAL_MS))
+                          extra <= OVERHEAD_GOAL_MS))
     return out or not_measured("the e2e run wrote no timings")
 
 

@@ -28,6 +28,14 @@ def test_over_the_goal_is_not_met(tmp_path: Path) -> None:
     assert first_token.met is False
 
 
+def test_the_per_chat_overhead_decides_when_recorded(tmp_path: Path) -> None:
+    path = tmp_path / "vscode_e2e.json"
+    path.write_text(json.dumps({"commandToFirstTokenShownMs": 500.0, "serverFirstTokenMs": 100.0,
+                                "overheadMs": 250.0}))
+    (first_token,) = bench_vscode.run(path)
+    assert first_token.met is True
+
+
 def test_without_an_e2e_run_the_figures_say_not_measured(tmp_path: Path) -> None:
     figures = bench_vscode.run(tmp_path / "missing.json")
     assert len(figures) == 2

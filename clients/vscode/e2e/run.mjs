@@ -27,6 +27,7 @@ const t0 = Date.now();
 const children = [];
 let page;
 let step = "start";
+let tmp;
 
 function log(message) {
   console.log(`[e2e ${((Date.now() - t0) / 1000).toFixed(1)}s] ${message}`);
@@ -140,7 +141,7 @@ async function main() {
   }
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
   fs.mkdirSync(ARTIFACTS, { recursive: true });
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentls-vscode-e2e-"));
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentls-vscode-e2e-"));
   const ws = path.join(tmp, "calc");
   fs.mkdirSync(ws);
   fs.writeFileSync(path.join(ws, "calc.py"), SAMPLE);
@@ -399,6 +400,10 @@ function writeFigures(timingsFile) {
     activationToInitializeMs: init?.activationToInitializeMs ?? null,
     commandToFirstTokenShownMs: median(tokens.map((r) => r.commandToShownMs)),
     serverFirstTokenMs: median(tokens.map((r) => r.requestToFirstEventMs)),
+    // Per chat: the editor's share (shown - server); and where it went.
+    overheadMs: median(tokens.map((r) => r.commandToShownMs - r.requestToFirstEventMs)),
+    commandToSentMs: median(tokens.map((r) => r.commandToSentMs)),
+    eventToShownMs: median(tokens.map((r) => r.eventToShownMs)),
     samples: tokens.length,
     e2eSeconds: (Date.now() - t0) / 1000,
   };
@@ -415,5 +420,12 @@ try {
   console.error(`[e2e] logs and screenshots: ${path.relative(process.cwd(), ARTIFACTS)}/`);
   process.exitCode = 1;
 } finally {
-  for (const child of children) child.kill("SIGTERM");
+  await Promise.all(children.map((child) => new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once("exit", resolve);
+    child.kill("SIGTERM");
+    setTimeout(() => { child.kill("SIGKILL"); resolve(); }, 5_000).unref();
+  })));
+  // The temporary profile holds the stored (scripted) key: nothing of it is kept.
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 }

@@ -108,9 +108,11 @@ export class Chat {
   firstTextShown(turnId: number): void {
     const timing = this.timings.get(turnId);
     if (!timing || timing.sent === undefined || timing.firstEvent === undefined) return;
+    const now = performance.now();
     recordTiming({
-      figure: "first_token", commandToShownMs: performance.now() - timing.started,
+      figure: "first_token", commandToShownMs: now - timing.started,
       requestToFirstEventMs: timing.firstEvent - timing.sent,
+      commandToSentMs: timing.sent - timing.started, eventToShownMs: now - timing.firstEvent,
     });
     this.timings.delete(turnId);
   }

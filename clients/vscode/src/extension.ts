@@ -88,9 +88,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       placeHolder: "e.g. fix the failing test in calc.py", ignoreFocusOut: true,
     });
     if (!text?.trim()) return;
-    const submitted = performance.now();
+    // The request goes out first; the panel shows the turn as soon as it is revealed.
+    const sending = chat.send(text.trim(), undefined, performance.now());
     await panel.reveal();
-    await chat.send(text.trim(), undefined, submitted);
+    await sending;
   });
   register("agentls.ui.askAboutSelection", async () => {
     const editor = vscode.window.activeTextEditor;
@@ -103,14 +104,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       value: "Explain this code.", ignoreFocusOut: true,
     });
     if (!text?.trim()) return;
-    const submitted = performance.now();
     const s = editor.selection;
-    await panel.reveal();
-    await chat.send(text.trim(), {
+    const sending = chat.send(text.trim(), {
       uri: editor.document.uri.toString(),
       range: { start: { line: s.start.line, character: s.start.character },
                end: { line: s.end.line, character: s.end.character } },
-    }, submitted);
+    }, performance.now());
+    await panel.reveal();
+    await sending;
   });
   register("agentls.ui.cancel", async () => {
     if (!(await chat.cancel())) void vscode.window.showInformationMessage("AgentLS: nothing is running.");
