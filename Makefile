@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo bench lint install clean
+.PHONY: test demo bench lint install clean vscode-test e2e-vscode
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,8 +19,26 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-test: lint
+test: lint vscode-test
 	$(VENV)/bin/pytest
+
+# The VS Code extension (clients/vscode): node_modules from the lockfile, then tsc, eslint and
+# the unit tests (npm test).
+VSCODE      := clients/vscode
+VSCODE_DEPS := $(VSCODE)/node_modules/.installed
+
+$(VSCODE_DEPS): $(VSCODE)/package-lock.json
+	cd $(VSCODE) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+vscode-test: $(VSCODE_DEPS)
+	cd $(VSCODE) && npm test
+
+# End to end in real VS Code (code-server + Chromium), installing what it needs first.
+e2e-vscode: $(STAMP) $(VSCODE_DEPS)
+	bash $(VSCODE)/e2e/setup.sh
+	cd $(VSCODE) && npm run package
+	cd $(VSCODE) && node e2e/run.mjs
 
 demo: $(STAMP)
 	$(PY) -m agentls.devtools.demo

@@ -1,0 +1,241 @@
+// AgentLS for VS Code: starts `agentls serve`, adds the palette commands, the chat panel, the
+// status bar item, and shows every agent edit in the refactor preview.
+import * as vscode from "vscode";
+import {
+  ApplyWorkspaceEditRequest, type ApplyWorkspaceEditParams, type ApplyWorkspaceEditResult,
+  ExecuteCommandRequest, type LanguageClient, MessageType, ShowMessageRequest,
+  type ShowMessageRequestParams,
+} from "vscode-languageclient/node";
+import { Chat, messageOf, recordTiming } from "./chat";
+import { ChatPanel } from "./panel";
+import { RESTART_KEYS } from "./pure/config";
+import { createClient, serverCommand, serverConfig } from "./server";
+import { StatusItem } from "./status";
+
+const SECRET_KEY = "agentls.apiKey";
+
+let client: LanguageClient | undefined;
+let starting: Promise<void> | undefined;
+let keyStored = false;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const activated = performance.now();
+  const output = vscode.window.createOutputChannel("AgentLS");
+  const status = new StatusItem();
+  const panel = new ChatPanel(context.extensionUri, (m) => {
+    if (m.type === "send") void chat.send(m.prompt);
+    else if (m.type === "cancel") void chat.cancel();
+    else if (m.type === "copy") void vscode.env.clipboard.writeText(m.text);
+    else if (m.type === "firstText") chat.firstTextShown(m.turn);
+  });
+  const chat: Chat = new Chat(context.workspaceState, panel, status, () => client);
+  context.subscriptions.push(output, status,
+    vscode.window.registerWebviewViewProvider(ChatPanel.viewId, panel,
+                                              { webviewOptions: { retainContextWhenHidden: true } }));
+
+  const start = async (): Promise<void> => {
+    status.set("starting");
+    const apiKey = await context.secrets.get(SECRET_KEY);
+    keyStored = Boolean(apiKey);
+    const command = serverCommand(vscode.workspace.getConfiguration("agentls"));
+    output.appendLine(`Starting ${command.command} ${command.args.join(" ")} (from ${command.how})` +
+                      (apiKey ? "; API key from SecretStorage in $AGENTLS_API_KEY" : ""));
+    const next = createClient(command, apiKey, output);
+    next.onNotification("agentls/chatEvent", (event) => chat.onEvent(event));
+    const began = performance.now();
+    try {
+      await next.start();
+    } catch (error) {
+      status.set("error", "the server did not start");
+      void next.dispose().catch(() => undefined);
+      void notStarted(command.command, messageOf(error), output);
+      return;
+    }
+    client = next;
+    installHandlers(next);
+    recordTiming({ figure: "initialize", activationToInitializeMs: performance.now() - activated,
+                   startToInitializeMs: performance.now() - began });
+    status.set("idle");
+    await chat.restore();
+  };
+
+  const restart = async (): Promise<void> => {
+    await starting;
+    const old = client;
+    client = undefined;
+    if (old) await old.stop().catch((e) => output.appendLine(`stop: ${messageOf(e)}`));
+    starting = start();
+    await starting;
+  };
+
+  let debounce: NodeJS.Timeout | undefined;
+  context.subscriptions.push(vscode.workspace.onDidChangeConfiguration((event) => {
+    if (RESTART_KEYS.some((key) => event.affectsConfiguration(key))) {
+      clearTimeout(debounce);
+      debounce = setTimeout(() => void restart(), 500);
+    } else if (event.affectsConfiguration("agentls") && client?.isRunning()) {
+      void client.sendNotification("workspace/didChangeConfiguration",
+                                   { settings: { agentls: serverConfig(keyStored) } });
+    }
+  }));
+
+  const register = (id: string, run: (...args: unknown[]) => unknown) =>
+    context.subscriptions.push(vscode.commands.registerCommand(id, run));
+
+  register("agentls.ui.chat", async (prompt?: unknown) => {
+    const text = typeof prompt === "string" ? prompt : await vscode.window.showInputBox({
+      title: "AgentLS: Chat", prompt: "Ask the agent (edits open in the refactor preview)",
+      placeHolder: "e.g. fix the failing test in calc.py", ignoreFocusOut: true,
+    });
+    if (!text?.trim()) return;
+    // The request goes out first; the panel shows the turn as soon as it is revealed.
+    const sending = chat.send(text.trim(), undefined, performance.now());
+    await panel.reveal();
+    await sending;
+  });
+  register("agentls.ui.askAboutSelection", async () => {
+    const editor = vscode.window.activeTextEditor;
+    if (!editor) {
+      void vscode.window.showWarningMessage("AgentLS: open a file and select some code first.");
+      return;
+    }
+    const text = await vscode.window.showInputBox({
+      title: "AgentLS: Ask About Selection", placeHolder: "e.g. what does this do?",
+      value: "Explain this code.", ignoreFocusOut: true,
+    });
+    if (!text?.trim()) return;
+    const s = editor.selection;
+    const sending = chat.send(text.trim(), {
+      uri: editor.document.uri.toString(),
+      range: { start: { line: s.start.line, character: s.start.character },
+               end: { line: s.end.line, character: s.end.character } },
+    }, performance.now());
+    await panel.reveal();
+    await sending;
+  });
+  register("agentls.ui.cancel", async () => {
+    if (!(await chat.cancel())) void vscode.window.showInformationMessage("AgentLS: nothing is running.");
+  });
+  register("agentls.ui.newSession", async () => {
+    chat.newSession();
+    await panel.reveal();
+    panel.focusInput();
+  });
+  register("agentls.ui.openSession", async () => {
+    if (!client?.isRunning()) {
+      void vscode.window.showErrorMessage("AgentLS: the server is not running; see AgentLS: Show Log.");
+      return;
+    }
+    const answer = await client.sendRequest<{ sessions: SessionInfo[] }>("agentls/sessions",
+                                                                         { limit: 50 });
+    const picked = await vscode.window.showQuickPick(answer.sessions.map((s) => ({
+      label: s.title || "(untitled session)",
+      description: `${s.messageCount} messages · ${s.model}`,
+      detail: new Date(s.updatedAt * 1000).toLocaleString(), id: s.id,
+    })), { title: "AgentLS: Open Session", placeHolder: "Pick a session to continue" });
+    if (!picked) return;
+    await chat.openSession(picked.id);
+    await panel.reveal();
+  });
+  register("agentls.ui.commitMessage", async () => {
+    if (!client?.isRunning()) {
+      void vscode.window.showErrorMessage("AgentLS: the server is not running; see AgentLS: Show Log.");
+      return;
+    }
+    const git = vscode.extensions.getExtension<GitExtension>("vscode.git")?.exports?.getAPI(1);
+    const repo = git?.repositories[0];
+    const message = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.SourceControl, title: "AgentLS: writing a commit message" },
+      () => client!.sendRequest(ExecuteCommandRequest.type, {
+        command: "agentls.commitMessage",
+        arguments: repo ? [{ root: repo.rootUri.toString() }] : [],
+      }));
+    if (typeof message !== "string") return;
+    if (repo) repo.inputBox.value = message;
+    else await vscode.env.clipboard.writeText(message).then(() =>
+      vscode.window.showInformationMessage("AgentLS: commit message copied (no Git repository open)."));
+  });
+  register("agentls.ui.showLog", () => output.show(true));
+  register("agentls.ui.setApiKey", async () => {
+    const key = await vscode.window.showInputBox({
+      title: "AgentLS: Set API Key", password: true, ignoreFocusOut: true,
+      prompt: "Stored in VS Code's secret storage; given to the AgentLS server through its " +
+        "environment only. Leave empty to remove the stored key.",
+    });
+    if (key === undefined) return;
+    if (key.trim()) await context.secrets.store(SECRET_KEY, key.trim());
+    else await context.secrets.delete(SECRET_KEY);
+    await restart();
+    void vscode.window.showInformationMessage(key.trim()
+      ? "AgentLS: API key stored; the server was restarted with it."
+      : "AgentLS: API key removed.");
+  });
+  register("agentls.ui.restartServer", () => restart());
+
+  starting = start();
+  await starting;
+}
+
+export async function deactivate(): Promise<void> {
+  await client?.stop();
+}
+
+interface SessionInfo {
+  id: string; title: string | null; updatedAt: number; model: string; messageCount: number;
+}
+
+interface GitExtension {
+  getAPI(version: 1): {
+    repositories: { rootUri: vscode.Uri; inputBox: { value: string } }[];
+  };
+}
+
+async function notStarted(command: string, reason: string, output: vscode.OutputChannel) {
+  output.appendLine(`The server did not start: ${reason}`);
+  const choice = await vscode.window.showErrorMessage(
+    `AgentLS could not start its language server (${command}): ${reason}. Install AgentLS ` +
+    "from its checkout (`pipx install /path/to/agentls`) so `agentls` is on PATH, or set " +
+    "agentls.server.command.",
+    "Install…", "Open Settings", "Show Log");
+  if (choice === "Install…") {
+    const terminal = vscode.window.createTerminal("Install AgentLS");
+    terminal.sendText("pipx install /path/to/agentls", false); // the person fills in the path
+    terminal.show();
+  } else if (choice === "Open Settings") {
+    await vscode.commands.executeCommand("workbench.action.openSettings", "agentls.server");
+  } else if (choice === "Show Log") {
+    output.show(true);
+  }
+}
+
+function installHandlers(lc: LanguageClient): void {
+  // Agent edits: VS Code opens the refactor preview for annotations with needsConfirmation;
+  // what the person chose goes back to the run as `applied`.
+  lc.onRequest(ApplyWorkspaceEditRequest.type,
+    async (params: ApplyWorkspaceEditParams): Promise<ApplyWorkspaceEditResult> => {
+      const edit = await lc.protocol2CodeConverter.asWorkspaceEdit(params.edit);
+      const applied = await vscode.workspace.applyEdit(edit, { isRefactoring: true });
+      if (!applied) {
+        return { applied: false,
+                 failureReason: "discarded in the refactor preview, or no change was ticked" };
+      }
+      if (vscode.workspace.getConfiguration("agentls").get("saveAcceptedEdits", true)) {
+        for (const [uri] of edit.entries()) {
+          const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+          if (doc?.isDirty) await doc.save();
+        }
+      }
+      return { applied: true };
+    });
+  // Approvals and the agent's questions: a modal with the full text.
+  lc.onRequest(ShowMessageRequest.type, async (params: ShowMessageRequestParams) => {
+    const [first, ...rest] = params.message.split("\n");
+    const titles = (params.actions ?? []).map((a) => a.title);
+    const options: vscode.MessageOptions = { modal: true, detail: rest.join("\n") };
+    const show = params.type === MessageType.Error ? vscode.window.showErrorMessage
+      : params.type === MessageType.Warning ? vscode.window.showWarningMessage
+        : vscode.window.showInformationMessage;
+    const chosen = await show(first, options, ...titles);
+    return params.actions?.find((a) => a.title === chosen) ?? null;
+  });
+}

@@ -1,0 +1,52 @@
+"""bench/bench_vscode.py reports the e2e run's timings, or says they were not measured."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench import bench_vscode
+
+
+def test_figures_from_an_e2e_run(tmp_path: Path) -> None:
+    path = tmp_path / "vscode_e2e.json"
+    path.write_text(json.dumps({
+        "measuredAt": "2026-11-23T20:00:00Z", "samples": 5, "activationToInitializeMs": 812.5,
+        "commandToFirstTokenShownMs": 140.0, "serverFirstTokenMs": 60.0,
+    }))
+    activation, first_token = bench_vscode.run(path)
+    assert activation.value == 812.5 and activation.unit == "ms"
+    assert "2026-11-23T20:00:00Z" in activation.name
+    assert (first_token.value, first_token.baseline, first_token.met) == (140.0, 60.0, True)
+
+
+def test_over_the_goal_is_not_met(tmp_path: Path) -> None:
+    path = tmp_path / "vscode_e2e.json"
+    path.write_text(json.dumps({"commandToFirstTokenShownMs": 500.0,
+                                "serverFirstTokenMs": 100.0}))
+    (first_token,) = bench_vscode.run(path)
+    assert first_token.met is False
+
+
+def test_the_per_chat_overhead_decides_when_recorded(tmp_path: Path) -> None:
+    path = tmp_path / "vscode_e2e.json"
+    path.write_text(json.dumps({"commandToFirstTokenShownMs": 500.0, "serverFirstTokenMs": 100.0,
+                                "overheadMs": 250.0}))
+    (first_token,) = bench_vscode.run(path)
+    assert first_token.met is True
+
+
+def test_without_an_e2e_run_the_figures_say_not_measured(tmp_path: Path) -> None:
+    figures = bench_vscode.run(tmp_path / "missing.json")
+    assert len(figures) == 2
+    for figure in figures:
+        assert "not measured" in figure.name and "make e2e-vscode" in figure.name
+        assert figure.unit == "not measured" and figure.met is None
+
+
+def test_a_broken_results_file_is_reported_not_raised(tmp_path: Path) -> None:
+    path = tmp_path / "vscode_e2e.json"
+    path.write_text("{not json")
+    assert all("unreadable" in f.name for f in bench_vscode.run(path))
+    path.write_text(json.dumps({"samples": 0}))
+    assert all("no timings" in f.name for f in bench_vscode.run(path))
