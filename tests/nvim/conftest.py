@@ -8,6 +8,7 @@ stands in for the person choosing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -161,8 +162,6 @@ def editor(tmp_path: Path, project: Path, model: ReplayServer,
     try:
         yield ed
     finally:
-        try:
+        with contextlib.suppress(Exception):  # nvim exits while answering: the pipe closes
             ed.nvim.command("qa!")
-        except Exception:  # nvim exits while answering: the pipe closes
-            pass
         ed.nvim.close()

@@ -17,7 +17,8 @@ FIX = call("edit_file", "e1", path="src/calc.py",
 RUN_FIX = """
 local bufnr = ...
 vim.api.nvim_win_set_cursor(0, {2, 11})
-local diagnostic = { range = { start = { line = 1, character = 11 }, ["end"] = { line = 1, character = 16 } },
+local diagnostic = { range = { start = { line = 1, character = 11 },
+                               ["end"] = { line = 1, character = 16 } },
   message = "add() subtracts", severity = 1, source = "review" }
 _G.action_result = nil
 local client = vim.lsp.get_clients({ name = "agentls", bufnr = bufnr })[1]
@@ -114,7 +115,8 @@ def test_typing_while_the_preview_is_open_applies_nothing_and_retry_works(
     assert result["applied"] is False and "changed in the editor" in result["failureReason"]
     assert editor.lines(bufnr) == ["# note", *CALC.splitlines()]
     # The server offered a retry on the current text; the person took it.
-    prompts = editor.wait("the retry question", lambda: editor.lua("return _G.agentls_test_prompts"))
+    prompts = editor.wait("the retry question",
+                          lambda: editor.lua("return _G.agentls_test_prompts"))
     assert any("not applied" in p for p in prompts)
     wait_preview(editor)
     editor.nvim.command("AgentApply")

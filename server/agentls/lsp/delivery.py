@@ -129,6 +129,7 @@ def _changed_on_disk(checks: list[tuple[Path, Base]]) -> list[Path]:
 # --- did it land? ----------------------------------------------------------------------------
 
 LAND_WAIT_S = 2.0  # for the editor's didChange after its applyEdit answer (Neovim debounces)
+MOVED_WAIT_S = 0.5  # after a refusal: whether a didChange shows the document had moved on
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,12 @@ async def check_answer(ls: AgentLanguageServer, applied: bool, reason: str | Non
                        "change: it was edited in the editor meanwhile and the editor skipped "
                        "the stale edit"), True
     stale = moved_on(ls, sent)
+    if sent and not stale:  # the editor may answer before its didChange arrives (debounce)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + MOVED_WAIT_S
+        while not stale and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+            stale = moved_on(ls, sent)
     if stale and not reason:
         reason = f"{names(stale)} changed in the editor while the edit was on its way"
     return False, reason, bool(stale)

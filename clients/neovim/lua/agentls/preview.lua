@@ -122,7 +122,8 @@ end
 function M.stale(edit)
   for _, change in ipairs(edit.documentChanges or {}) do
     local doc = change.textDocument
-    if doc and type(doc.version) == "number" and doc.version > 0 then
+    -- Version 0 counts: Neovim opens buffers at 0 (its own handler skips the check there).
+    if doc and type(doc.version) == "number" then
       local path = fname(doc.uri)
       local bufnr = loaded_buf(path)
       local now = bufnr and util.buf_versions[bufnr]
