@@ -14,9 +14,16 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-lint: $(STAMP)
+# StyLua (npm registry) checks the Neovim plugin's Lua.
+STYLUA := clients/neovim/node_modules/.bin/stylua
+$(STYLUA): clients/neovim/package.json
+	cd clients/neovim && npm install --no-audit --no-fund --silent
+	@touch $@
+
+lint: $(STAMP) $(STYLUA)
 	$(VENV)/bin/ruff check server tests bench
 	$(VENV)/bin/mypy
+	$(STYLUA) --check clients/neovim
 
 test: lint
 	$(VENV)/bin/pytest

@@ -57,7 +57,8 @@ local function setup_buffer()
   local keys = config.options.keymaps
   local sep = string.format(SEPARATOR, keys.send or ":AgentSend", keys.cancel or ":AgentCancel")
   vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, { "# AgentLS chat", sep, "" })
-  chat.mark = vim.api.nvim_buf_set_extmark(bufnr, ns, 1, 0, { line_hl_group = "AgentlsPromptSeparator", right_gravity = false })
+  chat.mark =
+    vim.api.nvim_buf_set_extmark(bufnr, ns, 1, 0, { line_hl_group = "AgentlsPromptSeparator", right_gravity = false })
   if keys.send then
     vim.keymap.set({ "n", "i" }, keys.send, M.send_prompt_area, { buffer = bufnr, desc = "AgentLS: send the prompt" })
   end
@@ -104,7 +105,10 @@ function M.send(prompt, context)
   end
   local client = agentls.client(source)
   if not client then
-    agentls.notify("AgentLS is not running: open a file of the project first (:checkhealth agentls)", vim.log.levels.ERROR)
+    agentls.notify(
+      "AgentLS is not running: open a file of the project first (:checkhealth agentls)",
+      vim.log.levels.ERROR
+    )
     return
   end
   show()
@@ -202,11 +206,23 @@ function M.on_event(event, _)
   if event.kind == "text" then
     append(event.text or "")
   elseif event.kind == "toolCall" then
-    new_block(string.format("\n> ⚙ %s {{{\n> %s", event.name or "tool", (event.arguments or ""):gsub("\n", " ")), "AgentlsChatTool")
+    new_block(
+      string.format("\n> ⚙ %s {{{\n> %s", event.name or "tool", (event.arguments or ""):gsub("\n", " ")),
+      "AgentlsChatTool"
+    )
   elseif event.kind == "toolResult" then
-    new_block(string.format("\n> %s %s }}}\n", event.ok == false and "✗" or "✓", (event.summary or ""):gsub("\n", " ")), "AgentlsChatTool")
+    new_block(
+      string.format("\n> %s %s }}}\n", event.ok == false and "✗" or "✓", (event.summary or ""):gsub("\n", " ")),
+      "AgentlsChatTool"
+    )
   elseif event.kind == "error" then
-    new_block("\n**Error:** " .. (event.message or "") .. (event.hint and event.hint ~= "" and (" (" .. event.hint .. ")") or "") .. "\n", "AgentlsChatError")
+    new_block(
+      "\n**Error:** "
+        .. (event.message or "")
+        .. (event.hint and event.hint ~= "" and (" (" .. event.hint .. ")") or "")
+        .. "\n",
+      "AgentlsChatError"
+    )
   end
 end
 

@@ -37,7 +37,10 @@ function M.check()
       health.error(string.format("%s --version failed: %s", exe, out), { "Reinstall AgentLS: pipx install agentls" })
     end
   else
-    health.error("server command not found: " .. exe, { "Install AgentLS (pipx install agentls) or set cmd in setup()" })
+    health.error(
+      "server command not found: " .. exe,
+      { "Install AgentLS (pipx install agentls) or set cmd in setup()" }
+    )
     return
   end
 
@@ -47,7 +50,10 @@ function M.check()
   else
     local out = backends and vim.trim((backends.stdout or "") .. (backends.stderr or "")) or "did not run"
     local code = backends and backends.code or -1
-    health.error(string.format("`agentls backends` exit %d: %s", code, out:sub(1, 500)), { "Check base_url, model and the key of the active backend" })
+    health.error(
+      string.format("`agentls backends` exit %d: %s", code, out:sub(1, 500)),
+      { "Check base_url, model and the key of the active backend" }
+    )
   end
 
   if opts.api_key_cmd then
@@ -61,14 +67,25 @@ function M.check()
   elseif vim.env[opts.api_key_env] and vim.env[opts.api_key_env] ~= "" then
     health.ok("$" .. opts.api_key_env .. " is set (not shown); the server inherits it")
   else
-    health.warn("$" .. opts.api_key_env .. " is not set", { "Export it before starting Neovim, or set api_key_cmd / api_key_file; local backends need none" })
+    health.warn(
+      "$" .. opts.api_key_env .. " is not set",
+      { "Export it before starting Neovim, or set api_key_cmd / api_key_file; local backends need none" }
+    )
   end
 
   local clients = vim.lsp.get_clients({ name = "agentls" })
   if #clients > 0 then
     local c = clients[1]
     local info = c.server_info or {}
-    health.ok(string.format("server running (client %d, %s %s, root %s)", c.id, info.name or "agentls", info.version or "", c.root_dir or "?"))
+    health.ok(
+      string.format(
+        "server running (client %d, %s %s, root %s)",
+        c.id,
+        info.name or "agentls",
+        info.version or "",
+        c.root_dir or "?"
+      )
+    )
   else
     health.info("no AgentLS server running in this Neovim: open a file of a project")
   end

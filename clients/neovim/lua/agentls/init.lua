@@ -150,7 +150,10 @@ end
 function M.commit_message()
   local bufnr = vim.api.nvim_get_current_buf()
   if vim.bo[bufnr].filetype ~= "gitcommit" then
-    M.notify("AgentLS: :AgentCommitMessage works in a commit message buffer (git commit, fugitive's cc)", vim.log.levels.WARN)
+    M.notify(
+      "AgentLS: :AgentCommitMessage works in a commit message buffer (git commit, fugitive's cc)",
+      vim.log.levels.WARN
+    )
     return
   end
   local attach_to = bufnr

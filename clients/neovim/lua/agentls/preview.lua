@@ -145,7 +145,11 @@ local MARK = { create = "created", delete = "deleted", rename = "renamed", updat
 function M.render(files, label)
   local lines = {
     "# " .. (label or "AgentLS edit"),
-    string.format("# %s apply   %s reject   (:AgentApply / :AgentReject)", config.options.keymaps.apply, config.options.keymaps.reject),
+    string.format(
+      "# %s apply   %s reject   (:AgentApply / :AgentReject)",
+      config.options.keymaps.apply,
+      config.options.keymaps.reject
+    ),
     "",
   }
   for _, f in ipairs(files) do
