@@ -9,16 +9,23 @@ local SEPARATOR = "──── prompt (%s send, %s cancel) ────"
 local ns = vim.api.nvim_create_namespace("agentls_chat")
 
 -- One chat buffer per tab page is enough; it remembers its session and its running turn.
-local chat = { bufnr = nil, session = nil, run = nil, client = nil, request = nil, mark = nil }
+local chat = { bufnr = nil, session = nil, run = nil, client = nil, request = nil, separator = nil }
 
 local function valid()
   return chat.bufnr and vim.api.nvim_buf_is_valid(chat.bufnr)
 end
 
---- The line of the prompt separator (0-based).
+--- The line of the prompt separator (0-based): the last line that is exactly it.
 local function separator_row()
-  local pos = vim.api.nvim_buf_get_extmark_by_id(chat.bufnr, ns, chat.mark, {})
-  return pos[1]
+  local lines = vim.api.nvim_buf_get_lines(chat.bufnr, 0, -1, false)
+  for i = #lines, 1, -1 do
+    if lines[i] == chat.separator then
+      return i - 1
+    end
+  end
+  -- The person deleted it: put it back at the end.
+  vim.api.nvim_buf_set_lines(chat.bufnr, -1, -1, false, { chat.separator })
+  return #lines
 end
 
 --- Append `text` to the transcript (above the prompt area), continuing its last line.
@@ -57,8 +64,7 @@ local function setup_buffer()
   local keys = config.options.keymaps
   local sep = string.format(SEPARATOR, keys.send or ":AgentSend", keys.cancel or ":AgentCancel")
   vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, { "# AgentLS chat", sep, "" })
-  chat.mark =
-    vim.api.nvim_buf_set_extmark(bufnr, ns, 1, 0, { line_hl_group = "AgentlsPromptSeparator", right_gravity = false })
+  chat.separator = sep
   if keys.send then
     vim.keymap.set({ "n", "i" }, keys.send, M.send_prompt_area, { buffer = bufnr, desc = "AgentLS: send the prompt" })
   end
@@ -116,7 +122,7 @@ function M.send(prompt, context)
   local params = { prompt = prompt, sessionId = chat.session, context = context }
   chat.client = client
   chat.run = "pending"
-  local _, id = client:request("agentls/chat", params, function(err, result)
+  local _, id = agentls.call(client, "agentls/chat", params, function(err, result)
     chat.run, chat.request = nil, nil
     if err then
       new_block("\n**Error:** " .. (err.message or vim.inspect(err)) .. "\n", "AgentlsChatError")
@@ -178,10 +184,10 @@ function M.cancel()
   end
   if chat.run == "pending" then
     if chat.request then
-      chat.client:cancel_request(chat.request)
+      require("agentls").cancel_request(chat.client, chat.request)
     end
   else
-    chat.client:request("agentls/cancel", { runId = chat.run }, function() end)
+    require("agentls").call(chat.client, "agentls/cancel", { runId = chat.run }, function() end)
   end
   new_block("\n_cancelling…_\n")
 end
@@ -253,7 +259,7 @@ function M.sessions()
 end
 
 function M.reopen(session_id, client)
-  client:request("agentls/history", { sessionId = session_id }, function(err, result)
+  require("agentls").call(client, "agentls/history", { sessionId = session_id }, function(err, result)
     if err then
       vim.notify("AgentLS: " .. (err.message or "no history"), vim.log.levels.ERROR)
       return

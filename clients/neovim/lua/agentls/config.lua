@@ -31,19 +31,24 @@ M.defaults = {
   notify = true, -- $/progress and run state through vim.notify
 }
 
+-- The table form of vim.validate works on 0.10 and 0.11 alike.
+local function validate(name, value, kind, optional)
+  vim.validate({ [name] = { value, kind, optional } })
+end
+
 local function check(opts)
-  vim.validate("cmd", opts.cmd, "table")
+  validate("cmd", opts.cmd, "table")
   if #opts.cmd == 0 or type(opts.cmd[1]) ~= "string" then
     error("agentls: opts.cmd must be a list of strings such as { 'agentls', 'serve' }", 0)
   end
-  vim.validate("root_markers", opts.root_markers, "table")
-  vim.validate("settings", opts.settings, "table")
-  vim.validate("api_key_env", opts.api_key_env, "string")
-  vim.validate("api_key_cmd", opts.api_key_cmd, "string", true)
-  vim.validate("api_key_file", opts.api_key_file, "string", true)
-  vim.validate("preview", opts.preview, "table")
-  vim.validate("preview.confirm_all", opts.preview.confirm_all, "boolean")
-  vim.validate("preview.write", opts.preview.write, "boolean")
+  validate("root_markers", opts.root_markers, "table")
+  validate("settings", opts.settings, "table")
+  validate("api_key_env", opts.api_key_env, "string")
+  validate("api_key_cmd", opts.api_key_cmd, "string", true)
+  validate("api_key_file", opts.api_key_file, "string", true)
+  validate("preview", opts.preview, "table")
+  validate("preview.confirm_all", opts.preview.confirm_all, "boolean")
+  validate("preview.write", opts.preview.write, "boolean")
   if opts.preview.layout ~= "float" and opts.preview.layout ~= "split" then
     error("agentls: preview.layout must be 'float' or 'split', not " .. vim.inspect(opts.preview.layout), 0)
   end
@@ -51,11 +56,11 @@ local function check(opts)
   if not layouts[opts.chat.layout] then
     error("agentls: chat.layout must be 'vsplit', 'split' or 'tab', not " .. vim.inspect(opts.chat.layout), 0)
   end
-  vim.validate("keymaps", opts.keymaps, "table")
+  validate("keymaps", opts.keymaps, "table")
   for name, key in pairs(opts.keymaps) do
-    vim.validate("keymaps." .. name, key, { "string", "boolean" })
+    validate("keymaps." .. name, key, { "string", "boolean" })
   end
-  vim.validate("notify", opts.notify, "boolean")
+  validate("notify", opts.notify, "boolean")
   if not opts.api_key_env:match("^[%a_][%w_]*$") then
     error("agentls: api_key_env must be an environment variable name, not " .. vim.inspect(opts.api_key_env), 0)
   end

@@ -17,6 +17,22 @@ function M.client(bufnr)
   return clients[1]
 end
 
+--- client:request on 0.11, client.request on 0.10: (ok, request_id).
+function M.call(client, method, params, handler, bufnr)
+  if vim.fn.has("nvim-0.11") == 1 then
+    return client:request(method, params, handler, bufnr)
+  end
+  return client.request(method, params, handler, bufnr)
+end
+
+--- client:cancel_request on 0.11, client.cancel_request on 0.10.
+function M.cancel_request(client, id)
+  if vim.fn.has("nvim-0.11") == 1 then
+    return client:cancel_request(id)
+  end
+  return client.cancel_request(id)
+end
+
 --- One line for a statusline: "" when idle, else what the agent is doing.
 function M.status()
   if next(state.running) == nil then
@@ -138,7 +154,7 @@ function M.request(method, params, on_result, bufnr)
     M.notify("AgentLS is not running: open a file in a project (:checkhealth agentls)", vim.log.levels.ERROR)
     return nil
   end
-  local ok, id = client:request(method, params, function(err, result)
+  local ok, id = M.call(client, method, params, function(err, result)
     on_result(err, result, client)
   end)
   if not ok then
