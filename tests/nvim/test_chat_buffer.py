@@ -107,7 +107,7 @@ def test_a_delete_is_previewed_not_silently_done(editor: Editor, model: ReplaySe
     editor.nvim.command("AgentChat delete the readme")
     editor.wait("the preview", lambda: editor.lua("return require('agentls.preview').waiting()"))
     screen = editor.capture("preview-delete")
-    assert "README.md (deleted, 1 lines)" in screen and "-# calc" in screen
+    assert "README.md (deleted, 1 line)" in screen and "-# calc" in screen
     assert (project / "README.md").exists()
     editor.nvim.command("AgentReject")
     editor.wait("the run to end", lambda: not running(editor))

@@ -158,7 +158,8 @@ function M.render(files, label)
     if f.kind == "rename" then
       header = string.format("diff --agentls %s -> %s (renamed)", vim.fn.fnamemodify(f.old_path, ":~:."), shown)
     elseif f.kind == "delete" then
-      header = string.format("diff --agentls %s (deleted, %d lines)", shown, line_count(f.old))
+      local n = line_count(f.old)
+      header = string.format("diff --agentls %s (deleted, %d line%s)", shown, n, n == 1 and "" or "s")
     end
     table.insert(lines, header)
     table.insert(lines, "--- " .. ((f.kind == "create") and "/dev/null" or ("a/" .. shown)))
