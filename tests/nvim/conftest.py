@@ -16,12 +16,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pynvim
 import pytest
 
 from agentls.devtools.replay import ReplayServer
 from tests.lsp.conftest import options_for
-
-pynvim = pytest.importorskip("pynvim")
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "clients" / "neovim"
