@@ -157,3 +157,28 @@ def test_checkhealth_without_a_server(tmp_path: Path, project: Path,
     assert f"ERROR server command not found: {missing}" in report
     assert "pipx install agentls" in report
     assert "sk-test-secret-value" not in report
+
+
+def test_agentsessions_reopens_a_session_and_agentask_sends_the_selection(
+        editor: Editor, model: ReplayServer) -> None:
+    model.load({"steps": [{"reply": {"text": "Remembered answer."}},
+                          {"reply": {"text": "It subtracts."}}]})
+    editor.open("src/calc.py")
+    editor.nvim.command("AgentChat remember this")
+    editor.wait("the answer", lambda: "Remembered answer." in chat_text(editor)
+                and not running(editor))
+    editor.lua("vim.api.nvim_buf_delete(require('agentls.chat').state().bufnr, {force = true})")
+    editor.nvim.command("wincmd p")
+    editor.lua("_G.agentls_test_choice = 'remember this'")
+
+    editor.nvim.command("AgentSessions")
+
+    editor.wait("the history", lambda: editor.lua(
+        "local s = require('agentls.chat').state()"
+        " return s.bufnr and vim.api.nvim_buf_is_valid(s.bufnr)")
+        and "Remembered answer." in chat_text(editor))
+    editor.nvim.command("wincmd p")
+    editor.nvim.command("1,2AgentAsk what does this do?")
+    editor.wait("the answer", lambda: "It subtracts." in chat_text(editor))
+    body = model.requests[-1].body
+    assert "return a - b" in str(body["messages"])
