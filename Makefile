@@ -14,10 +14,17 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-lint: $(STAMP)
+# StyLua (npm registry) checks the Neovim plugin's Lua.
+STYLUA := clients/neovim/node_modules/.bin/stylua
+$(STYLUA): clients/neovim/package.json
+	cd clients/neovim && npm install --no-audit --no-fund --silent
+	@touch $@
+
+lint: $(STAMP) $(STYLUA)
 	$(VENV)/bin/ruff check server tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(STYLUA) --check clients/neovim
 
 test: lint vscode-test
 	$(VENV)/bin/pytest

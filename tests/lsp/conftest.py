@@ -43,6 +43,8 @@ class AgentClient(LanguageClient):
         self.answer: Callable[[lsp.ShowMessageRequestParams],
                               str | Awaitable[str | None] | None] = lambda _: None
         self.before_answer: Callable[[], None] | None = None  # runs before a prompt's answer
+        self.open_texts: dict[str, tuple[int, str]] = {}  # uri -> (version, text)
+        self.apply_to_documents = True  # an applied edit changes the open documents
         self._waiters: list[tuple[Callable[[Event], bool], asyncio.Future[Event]]] = []
 
     def record_event(self, params: Any) -> None:
@@ -89,6 +91,8 @@ def make_client() -> AgentClient:
     def apply_edit(ls: AgentClient,
                    params: lsp.ApplyWorkspaceEditParams) -> lsp.ApplyWorkspaceEditResult:
         ls.edits.append(params)
+        if ls.apply_result.applied and ls.apply_to_documents:
+            apply_to_open_documents(ls, params.edit)
         return ls.apply_result
 
     @client.feature(lsp.WINDOW_SHOW_MESSAGE_REQUEST)
@@ -167,8 +171,36 @@ async def bare_client(lsp_client: AgentClient) -> AsyncIterator[None]:
     await lsp_client.shutdown_session()
 
 
+def apply_to_open_documents(client: AgentClient, edit: lsp.WorkspaceEdit) -> None:
+    """What an editor does with an applied edit: its open documents change (didChange)."""
+    from agentls.tools.changeset import split_lines
+
+    for entry in edit.document_changes or ():
+        if not isinstance(entry, lsp.TextDocumentEdit):
+            continue
+        uri = entry.text_document.uri
+        if uri not in client.open_texts:
+            continue
+        version, text = client.open_texts[uri]
+        starts = [0]
+        for line in split_lines(text):
+            starts.append(starts[-1] + len(line))
+
+        def offset(p: lsp.Position, starts: list[int] = starts, size: int = len(text)) -> int:
+            return min(starts[p.line] + p.character, size) if p.line < len(starts) else size
+
+        for e in sorted(entry.edits, key=lambda e: (e.range.start.line, e.range.start.character),
+                        reverse=True):
+            text = text[:offset(e.range.start)] + e.new_text + text[offset(e.range.end):]
+        client.open_texts[uri] = (version + 1, text)
+        client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version + 1),
+            content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)]))
+
+
 def open_document(client: AgentClient, path: Path, text: str, version: int = 1) -> str:
     uri = path.as_uri()
+    client.open_texts[uri] = (version, text)
     client.text_document_did_open(lsp.DidOpenTextDocumentParams(
         text_document=lsp.TextDocumentItem(uri=uri, language_id="python", version=version,
                                            text=text)))

@@ -328,3 +328,57 @@ async def test_status_goes_to_a_server_created_progress(
     assert str(token).startswith("agentls-")
     assert isinstance(reports[0], lsp.WorkDoneProgressBegin) and reports[0].cancellable
     assert isinstance(reports[-1], lsp.WorkDoneProgressEnd) and reports[-1].message == "done"
+
+
+async def test_an_applied_answer_for_a_stale_document_is_not_believed(
+        client: AgentClient, model: ReplayServer, project: Path) -> None:
+    """Neovim skips an edit whose version is stale and still answers applied: the run,
+    the model and the person hear that nothing landed, and a retry is offered."""
+    calc = project / "src" / "calc.py"
+    open_document(client, calc, calc.read_text(), version=3)
+    model.load({"steps": [
+        {"match": {"user": "fix add", "tool_results": False},
+         "reply": {"tool_calls": FIX_ADD[:1]}},
+        {"match": {"tool_results": True}, "reply": {"text": "Fixed."}},
+        {"match": {"user": "again"}, "reply": {"text": "I will read it again."}},
+    ]})
+    client.apply_to_documents = False  # answers applied, changes nothing: a skipped edit
+    client.answer = lambda params: "Dismiss"
+    first = await client.chat("fix add")
+
+    assert first["applied"] is False and "does not hold the change" in first["failureReason"]
+    assert any("did not land" in p.message for p in client.prompts)
+    assert (client.prompts[-1].actions or [])[0].title.startswith("Retry")
+    second = await client.chat("again", sessionId=first["sessionId"])
+    assert second["text"] == "I will read it again."
+    told = last_user_message(model.requests[-1].body)
+    assert "none of your changes from the last turn were applied" in told
+    actions = [m for m in await history(client, first["sessionId"]) if m["kind"] == "actions"]
+    assert actions[0]["metadata"]["applied"] is False
+
+
+async def test_a_skipped_edit_can_be_retried_on_the_current_text(
+        client: AgentClient, model: ReplayServer, project: Path) -> None:
+    calc = project / "src" / "calc.py"
+    uri = open_document(client, calc, calc.read_text(), version=3)
+    model.load({"steps": [
+        {"match": {"user": "fix add", "tool_results": False}, "times": 2,
+         "reply": {"tool_calls": FIX_ADD[:1]}},
+        {"match": {"tool_results": True}, "times": 2, "reply": {"text": "Fixed."}},
+    ]})
+    client.apply_to_documents = False
+    retried = asyncio.get_running_loop().create_future()
+
+    def answer(params: lsp.ShowMessageRequestParams) -> str:
+        client.apply_to_documents = True
+        retried.set_result(True)
+        return (params.actions or [])[0].title
+
+    client.answer = answer
+    first = await client.chat("fix add")
+    assert first["applied"] is False
+    await asyncio.wait_for(retried, 30)
+    done = await client.wait_for_event(
+        lambda e: e["kind"] == "done" and e["runId"] != first["runId"])
+    assert done["applied"] is True
+    assert "a + b" in client.open_texts[uri][1]

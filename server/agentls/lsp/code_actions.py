@@ -14,7 +14,8 @@ User-defined actions come from the ``agentls.actions`` setting: ``[{title, kind,
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
@@ -31,7 +32,7 @@ from agentls.lsp.commands import register_command
 from agentls.lsp.context import ServerContext
 
 if TYPE_CHECKING:
-    from agentls.lsp.action_runner import ActionOutcome
+    from agentls.lsp.action_runner import ActionData, ActionOutcome
 
 log = logging.getLogger(__name__)
 
@@ -112,11 +113,20 @@ async def run_action_command(ls: ServerContext, feature: CodeActions,
     if outcome.explanation is not None:
         await _show_explanation(ls, outcome)
     elif outcome.edit is not None:
-        payload["applied"] = await _apply(ls, outcome)
+        applied, reason = await _apply(ls, feature, outcome, data)
+        payload["applied"] = applied
+        if reason:
+            payload["failureReason"] = reason
     return payload
 
 
-async def _apply(ls: ServerContext, outcome: ActionOutcome) -> bool:
+async def _apply(ls: ServerContext, feature: CodeActions, outcome: ActionOutcome,
+                 data: ActionData) -> tuple[bool, str | None]:
+    """Send the action's edit; the answer checked against the documents (delivery.py)."""
+    from lsprotocol.converters import get_converter
+
+    from agentls.lsp import delivery
+
     assert outcome.edit is not None
     try:
         response = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
@@ -125,11 +135,32 @@ async def _apply(ls: ServerContext, outcome: ActionOutcome) -> bool:
     except Exception as exc:  # the client answered with an error: nothing was applied
         applied, reason = False, f"the editor failed to apply the edit: {exc}"
     result = outcome.turn.result if outcome.turn is not None else None
+    display = outcome.turn.workspace.display_path if (
+        outcome.turn is not None and outcome.turn.workspace is not None) else str
+
+    def names(paths: Iterable[Path]) -> str:
+        return ", ".join(dict.fromkeys(display(p) for p in paths))
+
+    sent = delivery.sent_documents(outcome.edit, result.changeset) if result else []
+    applied, reason, stale = await delivery.check_answer(ls, applied, reason, sent, names)
+    if stale:
+        title = outcome.spec.title if outcome.spec is not None else "AgentLS"
+
+        async def retry() -> None:
+            document = ls.workspace.text_documents.get(data.uri)
+            version = document.version if document is not None else None
+            convert = get_converter().unstructure
+            await run_action_command(ls, feature, [{
+                "uri": data.uri, "range": convert(data.range), "version": version,
+                "action": data.action, "title": data.title,
+                "diagnostics": [convert(d) for d in data.diagnostics]}])
+
+        delivery.offer_retry(ls, f"{title}: not applied: {reason}.", retry)
     host = ls.engine_if_built()
     if result is not None and result.actions_message_id is not None and host is not None:
         host.store.update_metadata(result.actions_message_id, applied=applied,
                                    failure_reason=reason)
-    return applied
+    return applied, reason
 
 
 async def _show_explanation(ls: ServerContext, outcome: ActionOutcome) -> None:

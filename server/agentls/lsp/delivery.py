@@ -11,12 +11,18 @@ metadata until then).
 
 Until ``workspace/applyEdit`` is sent, delivery can be cancelled like the run; once it is
 out, the editor's answer is awaited and recorded even if the request goes away.
+
+An ``applied: true`` answer is not taken on trust: every open document the edit named by
+version must then hold the text the agent wrote (``landed``). Neovim's built-in handler
+skips an edit whose version is stale (the person typed while the run finished) and still
+answers ``applied: true``; that case is recorded as not applied, the model is told, the
+person is told and offered a retry on the current text (``offer_retry``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -120,14 +126,124 @@ def _changed_on_disk(checks: list[tuple[Path, Base]]) -> list[Path]:
     return [path for path, base in checks if Base.from_disk(path).sha256 != base.sha256]
 
 
+# --- did it land? ----------------------------------------------------------------------------
+
+LAND_WAIT_S = 2.0  # for the editor's didChange after its applyEdit answer (Neovim debounces)
+MOVED_WAIT_S = 0.5  # after a refusal: whether a didChange shows the document had moved on
+
+
+@dataclass(frozen=True)
+class SentDocument:
+    """An open document the edit named by version, and the text it holds once applied."""
+
+    path: Path
+    version: int
+    expected: str
+
+
+def sent_documents(edit: lsp.WorkspaceEdit, changeset: ChangeSet) -> list[SentDocument]:
+    texts = {change.path: change.text for change in changeset.changes()
+             if change.text is not None}
+    out: list[SentDocument] = []
+    for entry in edit.document_changes or ():
+        if not isinstance(entry, lsp.TextDocumentEdit) or entry.text_document.version is None:
+            continue
+        path = documents.path_of(entry.text_document.uri)
+        if path is not None and path in texts:
+            out.append(SentDocument(path, entry.text_document.version, texts[path] or ""))
+    return out
+
+
+async def not_landed(ls: AgentLanguageServer, sent: Sequence[SentDocument],
+                     wait_s: float = LAND_WAIT_S) -> list[Path]:
+    """The sent documents that do not hold the agent's text once the editor's changes have
+    arrived (waiting up to ``wait_s``): the edit was skipped, or was changed at once."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_s
+    while True:
+        missing = [s.path for s in sent if not _holds(ls, s)]
+        if not missing or loop.time() >= deadline:
+            return missing
+        await asyncio.sleep(0.02)
+
+
+def _holds(ls: AgentLanguageServer, sent: SentDocument) -> bool:
+    document = documents.find(ls, sent.path)
+    return document is not None and document.source == sent.expected
+
+
+def moved_on(ls: AgentLanguageServer, sent: Sequence[SentDocument]) -> list[Path]:
+    """Sent documents whose version is now past the one the edit named."""
+    out = []
+    for s in sent:
+        document = documents.find(ls, s.path)
+        if document is None or (document.version or 0) > s.version:
+            out.append(s.path)
+    return out
+
+
+async def check_answer(ls: AgentLanguageServer, applied: bool, reason: str | None,
+                       sent: Sequence[SentDocument],
+                       names: Callable[[Iterable[Path]], str]) -> tuple[bool, str | None, bool]:
+    """The truth about an applyEdit answer: ``(applied, reason, stale)``; ``stale`` when a
+    document had moved on, so the edit was (or had to be) skipped."""
+    if applied:
+        missing = await not_landed(ls, sent)
+        if not missing:
+            return True, reason, False
+        return False, (f"the editor answered applied, but {names(missing)} does not hold the "
+                       "change: it was edited in the editor meanwhile and the editor skipped "
+                       "the stale edit"), True
+    stale = moved_on(ls, sent)
+    if sent and not stale:  # the editor may answer before its didChange arrives (debounce)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + MOVED_WAIT_S
+        while not stale and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+            stale = moved_on(ls, sent)
+    if stale and not reason:
+        reason = f"{names(stale)} changed in the editor while the edit was on its way"
+    return False, reason, bool(stale)
+
+
+def stale_note(shown: str, reason: str | None) -> str:
+    why = f" ({reason})" if reason else ""
+    return (f"none of your changes from the last turn were applied: {shown} changed in the "
+            f"editor before your edit landed{why}. Read {shown} again before changing it.")
+
+
+def offer_retry(ls: AgentLanguageServer, message: str,
+                retry: Callable[[], Awaitable[object]] | None) -> None:
+    """Tell the person (showMessage), and with ``retry`` ask whether to redo it on the
+    current text; the question waits in the background, the run does not."""
+    if retry is None:
+        ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning,
+                                                     message=message))
+        return
+
+    async def ask() -> None:
+        answer = await ls.window_show_message_request_async(lsp.ShowMessageRequestParams(
+            type=lsp.MessageType.Warning, message=message,
+            actions=[lsp.MessageActionItem(title=RETRY), lsp.MessageActionItem(title="Dismiss")]))
+        if answer is not None and answer.title == RETRY:
+            await retry()
+
+    ls.spawn(ask())
+
+
+RETRY = "Retry on the current text"
+
+
 # --- delivery --------------------------------------------------------------------------------
 
 
 async def deliver(ls: ServerContext, store: SessionStore, session_id: str,
                   result: RunResult, workspace: Workspace, frontend: LspFrontend,
-                  on_send: Callable[[], None] = lambda: None) -> Delivery:
+                  on_send: Callable[[], None] = lambda: None,
+                  retry: Callable[[], Awaitable[object]] | None = None) -> Delivery:
     """Send the run's changes as one workspace/applyEdit and record what became of them.
-    ``on_send`` is called when the edit goes out: from then on cancelling changes nothing."""
+    ``on_send`` is called when the edit goes out: from then on cancelling changes nothing.
+    ``retry`` redoes the turn; it is offered to the person when the edit did not land."""
     changeset = result.changeset
 
     def names(paths: Iterable[Path]) -> str:
@@ -172,6 +288,7 @@ async def deliver(ls: ServerContext, store: SessionStore, session_id: str,
 
     files = sum(1 for change in changeset.changes() if change.path not in skipped)
     params = lsp.ApplyWorkspaceEditParams(edit=edit_plan.edit, label=label_for(files))
+    sent = sent_documents(edit_plan.edit, changeset)
 
     async def send() -> Delivery:
         try:
@@ -179,6 +296,17 @@ async def deliver(ls: ServerContext, store: SessionStore, session_id: str,
             applied, reason = bool(response.applied), response.failure_reason
         except Exception as exc:  # the client answered with an error: nothing was applied
             applied, reason = False, f"the editor failed to apply the edit: {exc}"
+        applied, reason, stale = await check_answer(ls, applied, reason, sent, names)
+        if stale:
+            shown = names(sent_paths)
+            message = (f"AgentLS: its changes to {shown} did not land: {reason}. Nothing "
+                       "was applied.")
+            frontend.error(message, "stale", "retry; the agent will read the file again")
+            offer_retry(ls, message, retry)
+            notes.append(stale_note(shown, reason))
+            return _record(store, session_id, result,
+                           Delivery(False, reason, stale=tuple(sent_paths), skipped=skipped),
+                           notes)
         if not applied:
             why = f" (the editor said: {reason})" if reason else ""
             notes.append(f"the person rejected your changes to {names(sent_paths)}{why}; "

@@ -140,10 +140,29 @@ def minimal_text_edits(old: str, new: str, encoding: str = "utf-16") -> list[lsp
             e += 1
             tail -= 1
         replacement = new[new_start + head : new_end - tail]
+        end_position = positions.at(e)
+        if not old:
+            # An empty document: end one line past it. Clients clamp the range (VS Code), and
+            # Neovim then drops the empty line it would otherwise leave after the new text.
+            end_position = lsp.Position(line=1, character=0)
+        elif s == e == len(old) and replacement:
+            s, e, replacement = _before_final_newline(old, replacement)
+            end_position = positions.at(e)
         edits.append(
-            lsp.TextEdit(range=lsp.Range(positions.at(s), positions.at(e)), new_text=replacement)
+            lsp.TextEdit(range=lsp.Range(positions.at(s), end_position), new_text=replacement)
         )
     return edits
+
+
+def _before_final_newline(old: str, inserted: str) -> tuple[int, int, str]:
+    """An insertion at the very end of a text that ends in a newline, moved before that
+    newline: ``P+nl`` + ``T+nl`` is ``P`` + ``nl+T`` + ``nl``. Same result everywhere, but
+    Neovim renders an insertion on the line past the end with one extra empty line."""
+    newline = next((nl for nl in ("\r\n", "\n", "\r") if old.endswith(nl)), "")
+    if not newline or not inserted.endswith(newline):
+        return len(old), len(old), inserted
+    at = len(old) - len(newline)
+    return at, at, newline + inserted[: -len(newline)]
 
 
 # -- the WorkspaceEdit ---------------------------------------------------------------------

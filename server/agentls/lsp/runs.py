@@ -20,6 +20,7 @@ is told on the next turn that its changes were dropped.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 from collections.abc import Sequence
@@ -283,9 +284,12 @@ class RunManager:
             delivery.record_withdrawn(host.store, session_id, result.changeset)
         elif request.send_edit and result.diffs:
             try:
+                again = dataclasses.replace(request, session_id=session_id,
+                                            work_done_token=None)
                 turn.delivery = await delivery.deliver(
                     self._ls, host.store, session_id, result, workspace, frontend,
-                    on_send=lambda: setattr(active, "phase", "delivering"))
+                    on_send=lambda: setattr(active, "phase", "delivering"),
+                    retry=lambda: self.run(again))
             except asyncio.CancelledError:
                 if active.phase != "delivering":  # stopped before the edit went out
                     turn.stop_reason = "cancelled"

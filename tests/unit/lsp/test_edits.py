@@ -38,6 +38,8 @@ def offset_of(text: str, position: lsp.Position, encoding: str) -> int:
             starts.append(starts[-1] + len(line))
         else:
             break
+    if not text and position == lsp.Position(line=1, character=0):
+        return 0  # the end of an empty document, one line past it: clients clamp it
     assert position.line < len(starts), "line out of range"
     offset = starts[position.line]
     units = 0
@@ -301,7 +303,7 @@ def test_rich_client_gets_versioned_edits_resource_operations_and_annotations(
     assert isinstance(create, lsp.CreateFile) and create.uri == uri(project, "pkg/new.py")
     assert isinstance(content, lsp.TextDocumentEdit)
     assert content.text_document.uri == create.uri
-    assert spans(content.edits) == [(lsp.Range(pos(0, 0), pos(0, 0)), "fresh = 1\n")]
+    assert spans(content.edits) == [(lsp.Range(pos(0, 0), pos(1, 0)), "fresh = 1\n")]
     assert isinstance(delete, lsp.DeleteFile) and delete.uri == uri(project, "gone.py")
     assert isinstance(rename, lsp.RenameFile)
     assert (rename.old_uri, rename.new_uri) == (
@@ -452,3 +454,21 @@ def test_recorded_client_capabilities(project: Workspace) -> None:
 def test_empty_changeset() -> None:
     edit = to_workspace_edit(ChangeSet(), caps())
     assert edit.document_changes == [] and edit.change_annotations is None
+
+
+# -- exact bytes in Neovim: an insertion never lands on the line past the end ------------
+
+
+@pytest.mark.parametrize(("old", "new"), [("a\n", "a\nb\n"), ("a\r\n", "a\r\nb\r\n"),
+                                          ("x\ny\n", "x\ny\nz\nw\n")])
+def test_an_append_goes_before_the_final_newline(old: str, new: str) -> None:
+    [edit] = minimal_text_edits(old, new)
+    last_line = old.count("\n") - 1
+    assert edit.range.start.line == last_line == edit.range.end.line
+    assert apply_edits(old, [edit], "utf-16") == new
+
+
+def test_a_new_documents_text_replaces_up_to_the_line_past_its_end() -> None:
+    [edit] = minimal_text_edits("", "a\nb\n")
+    assert edit.range == lsp.Range(lsp.Position(0, 0), lsp.Position(1, 0))
+    assert edit.new_text == "a\nb\n"

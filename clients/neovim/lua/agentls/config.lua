@@ -1,0 +1,101 @@
+-- Options: documented defaults, merged with the user's and validated (`:help agentls-options`).
+local M = {}
+
+M.defaults = {
+  -- The server command; `agentls` must be on $PATH (pipx install agentls, or a venv).
+  cmd = { "agentls", "serve" },
+  -- Where a project starts; the first marker found upwards from the file wins.
+  root_markers = { ".agentls", ".git" },
+  -- Sent as initializationOptions and `workspace/configuration` section `agentls`.
+  settings = {},
+  -- The key is never passed through Neovim: the server inherits the environment, or the
+  -- server command is wrapped by `sh` to read it (api_key_cmd / api_key_file) itself.
+  api_key_env = "OPENAI_API_KEY",
+  api_key_cmd = nil, -- shell command printing the key, e.g. "pass show openai"
+  api_key_file = nil, -- file holding the key
+  -- Edit preview: every workspace/applyEdit from AgentLS is shown as a diff first.
+  preview = {
+    confirm_all = true, -- false: edits whose annotations do not ask for confirmation apply directly
+    write = true, -- write the files an accepted edit changed (buffers that had no unsaved changes)
+    layout = "float", -- "float" or "split"
+  },
+  chat = {
+    layout = "vsplit", -- "vsplit", "split" or "tab"
+  },
+  keymaps = {
+    send = "<C-s>", -- chat buffer: send the prompt (normal and insert mode)
+    cancel = "<C-c>", -- chat buffer: stop the running turn
+    apply = "a", -- preview: apply the whole edit
+    reject = "r", -- preview: reject it (also q)
+  },
+  notify = true, -- $/progress and run state through vim.notify
+}
+
+-- The table form of vim.validate works on 0.10 and 0.11 alike.
+local function validate(name, value, kind, optional)
+  vim.validate({ [name] = { value, kind, optional } })
+end
+
+local function check(opts)
+  validate("cmd", opts.cmd, "table")
+  if #opts.cmd == 0 or type(opts.cmd[1]) ~= "string" then
+    error("agentls: opts.cmd must be a list of strings such as { 'agentls', 'serve' }", 0)
+  end
+  validate("root_markers", opts.root_markers, "table")
+  validate("settings", opts.settings, "table")
+  validate("api_key_env", opts.api_key_env, "string")
+  validate("api_key_cmd", opts.api_key_cmd, "string", true)
+  validate("api_key_file", opts.api_key_file, "string", true)
+  validate("preview", opts.preview, "table")
+  validate("preview.confirm_all", opts.preview.confirm_all, "boolean")
+  validate("preview.write", opts.preview.write, "boolean")
+  if opts.preview.layout ~= "float" and opts.preview.layout ~= "split" then
+    error("agentls: preview.layout must be 'float' or 'split', not " .. vim.inspect(opts.preview.layout), 0)
+  end
+  local layouts = { vsplit = true, split = true, tab = true }
+  if not layouts[opts.chat.layout] then
+    error("agentls: chat.layout must be 'vsplit', 'split' or 'tab', not " .. vim.inspect(opts.chat.layout), 0)
+  end
+  validate("keymaps", opts.keymaps, "table")
+  for name, key in pairs(opts.keymaps) do
+    validate("keymaps." .. name, key, { "string", "boolean" })
+  end
+  validate("notify", opts.notify, "boolean")
+  if not opts.api_key_env:match("^[%a_][%w_]*$") then
+    error("agentls: api_key_env must be an environment variable name, not " .. vim.inspect(opts.api_key_env), 0)
+  end
+end
+
+M.options = vim.deepcopy(M.defaults)
+
+--- Merge `opts` over the defaults; raises a readable error for a bad value.
+function M.set(opts)
+  local merged = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  if opts and opts.cmd then
+    merged.cmd = opts.cmd -- a list replaces, never merges
+  end
+  if opts and opts.root_markers then
+    merged.root_markers = opts.root_markers
+  end
+  check(merged)
+  M.options = merged
+  return merged
+end
+
+--- The command that starts the server. With api_key_cmd / api_key_file, `sh` reads the key
+--- into the server's own environment, so it never passes through Neovim or its LSP log.
+function M.server_cmd(opts)
+  opts = opts or M.options
+  local read
+  if opts.api_key_cmd then
+    read = opts.api_key_cmd
+  elseif opts.api_key_file then
+    read = "cat " .. vim.fn.shellescape(vim.fn.expand(opts.api_key_file))
+  else
+    return vim.deepcopy(opts.cmd)
+  end
+  local script = string.format('%s="$(%s)" || exit 78; export %s; exec "$@"', opts.api_key_env, read, opts.api_key_env)
+  return vim.list_extend({ "sh", "-c", script, "agentls" }, vim.deepcopy(opts.cmd))
+end
+
+return M

@@ -1,0 +1,24 @@
+-- Highlight groups, linked to standard ones so every colour scheme works.
+local M = {}
+
+M.groups = {
+  AgentlsDiffAdd = "DiffAdd",
+  AgentlsDiffDelete = "DiffDelete",
+  AgentlsFileHeader = "Title",
+  AgentlsFileCreated = "DiagnosticOk",
+  AgentlsFileDeleted = "DiagnosticError",
+  AgentlsFileRenamed = "DiagnosticWarn",
+  AgentlsFileSkipped = "Comment",
+  AgentlsChatUser = "Title",
+  AgentlsChatTool = "Comment",
+  AgentlsChatError = "DiagnosticError",
+  AgentlsPromptSeparator = "FloatBorder",
+}
+
+function M.setup()
+  for group, link in pairs(M.groups) do
+    vim.api.nvim_set_hl(0, group, { link = link, default = true })
+  end
+end
+
+return M

@@ -1,0 +1,202 @@
+-- AgentLS for Neovim: starts the server with the built-in client and adds what Neovim
+-- lacks: an edit preview, a chat buffer, progress. `:help agentls`.
+local config = require("agentls.config")
+
+local M = {}
+
+M.NAME = "agentls"
+
+local state = { message = nil, running = {} } -- for statuslines
+
+--- The AgentLS client for a buffer (or the first one running).
+function M.client(bufnr)
+  local clients = vim.lsp.get_clients({ name = M.NAME, bufnr = bufnr })
+  if #clients == 0 and bufnr then
+    clients = vim.lsp.get_clients({ name = M.NAME })
+  end
+  return clients[1]
+end
+
+--- client:request on 0.11, client.request on 0.10: (ok, request_id).
+function M.call(client, method, params, handler, bufnr)
+  if vim.fn.has("nvim-0.11") == 1 then
+    return client:request(method, params, handler, bufnr)
+  end
+  return client.request(method, params, handler, bufnr)
+end
+
+--- client:cancel_request on 0.11, client.cancel_request on 0.10.
+function M.cancel_request(client, id)
+  if vim.fn.has("nvim-0.11") == 1 then
+    return client:cancel_request(id)
+  end
+  return client.cancel_request(id)
+end
+
+--- One line for a statusline: "" when idle, else what the agent is doing.
+function M.status()
+  if next(state.running) == nil then
+    return ""
+  end
+  return "AgentLS: " .. (state.message or "working")
+end
+
+function M.notify(message, level)
+  if config.options.notify then
+    vim.notify(message, level or vim.log.levels.INFO, { title = "AgentLS" })
+  end
+end
+
+local function capabilities()
+  local caps = vim.lsp.protocol.make_client_capabilities()
+  -- Without lazy resolve the server offers actions as the agentls.runAction command and
+  -- sends their edit through workspace/applyEdit: the preview shows it and the server
+  -- hears whether it was applied.
+  caps.textDocument.codeAction.resolveSupport = { properties = { "command" } }
+  caps.workspace.workspaceEdit.changeAnnotationSupport = { groupsOnLabel = false }
+  caps.workspace.workspaceEdit.documentChanges = true
+  return caps
+end
+
+local function progress(_, result, ctx)
+  local value = result and result.value or {}
+  local key = tostring(result and result.token)
+  if value.kind == "begin" then
+    state.running[key] = true
+    state.message = value.title
+    M.notify(value.title .. (value.message and (": " .. value.message) or ""))
+  elseif value.kind == "report" then
+    state.message = value.message or state.message
+  elseif value.kind == "end" then
+    state.running[key] = nil
+    state.message = nil
+    M.notify((value.message or "done"))
+  end
+  vim.lsp.handlers["$/progress"](_, result, ctx)
+  vim.cmd.redrawstatus({ bang = true, mods = { emsg_silent = true } })
+end
+
+--- The client configuration (also what `vim.lsp.config("agentls", ...)` gets on 0.11).
+function M.client_config()
+  local opts = config.options
+  return {
+    name = M.NAME,
+    cmd = config.server_cmd(opts),
+    root_markers = opts.root_markers,
+    init_options = opts.settings,
+    settings = { agentls = opts.settings },
+    capabilities = capabilities(),
+    handlers = {
+      ["workspace/applyEdit"] = function(err, params, ctx)
+        return require("agentls.preview").handle(err, params, ctx)
+      end,
+      ["agentls/chatEvent"] = function(_, params, ctx)
+        require("agentls.chat").on_event(params, ctx)
+      end,
+      ["$/progress"] = progress,
+    },
+  }
+end
+
+local function root_for(bufnr)
+  if vim.bo[bufnr].buftype ~= "" or vim.api.nvim_buf_get_name(bufnr) == "" then
+    return nil
+  end
+  return vim.fs.root(bufnr, config.options.root_markers) or vim.fn.getcwd()
+end
+
+--- Start (or reuse) the server for a buffer; returns the client id.
+function M.attach(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local root = root_for(bufnr)
+  if not root then
+    return nil
+  end
+  local cfg = M.client_config()
+  cfg.root_dir = root
+  cfg.workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fs.basename(root) } }
+  return vim.lsp.start(cfg, { bufnr = bufnr })
+end
+
+local group = vim.api.nvim_create_augroup("agentls", { clear = true })
+
+--- Merge options and start attaching to file buffers; does nothing expensive.
+function M.setup(opts)
+  config.set(opts)
+  M.configured = true
+  vim.api.nvim_clear_autocmds({ group = group })
+  if vim.lsp.config and vim.lsp.enable then -- Neovim 0.11+
+    local cfg = M.client_config()
+    cfg.root_dir = function(bufnr, on_dir)
+      local root = root_for(bufnr)
+      if root then
+        on_dir(root)
+      end
+    end
+    vim.lsp.config(M.NAME, cfg)
+    vim.lsp.enable(M.NAME)
+  else
+    vim.api.nvim_create_autocmd("FileType", {
+      group = group,
+      callback = function(args)
+        M.attach(args.buf)
+      end,
+    })
+  end
+  require("agentls.highlights").setup()
+  return config.options
+end
+
+--- A request to the AgentLS client; `on_result(err, result)` runs on the main loop.
+function M.request(method, params, on_result, bufnr)
+  local client = M.client(bufnr or vim.api.nvim_get_current_buf())
+  if not client then
+    M.notify("AgentLS is not running: open a file in a project (:checkhealth agentls)", vim.log.levels.ERROR)
+    return nil
+  end
+  local ok, id = M.call(client, method, params, function(err, result)
+    on_result(err, result, client)
+  end)
+  if not ok then
+    M.notify("AgentLS: the server stopped; :LspRestart or :checkhealth agentls", vim.log.levels.ERROR)
+  end
+  return id, client
+end
+
+function M.commit_message()
+  local bufnr = vim.api.nvim_get_current_buf()
+  if vim.bo[bufnr].filetype ~= "gitcommit" then
+    M.notify(
+      "AgentLS: :AgentCommitMessage works in a commit message buffer (git commit, fugitive's cc)",
+      vim.log.levels.WARN
+    )
+    return
+  end
+  local attach_to = bufnr
+  if not M.client(bufnr) then
+    M.notify("AgentLS is not running: open a file of the project first", vim.log.levels.ERROR)
+    return
+  end
+  M.notify("AgentLS: writing a commit message…")
+  M.request("workspace/executeCommand", { command = "agentls.commitMessage", arguments = {} }, function(err, result)
+    if err then
+      M.notify("AgentLS: no commit message: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      return
+    end
+    if not vim.api.nvim_buf_is_valid(attach_to) then
+      return
+    end
+    local lines = vim.split(type(result) == "string" and result or "", "\n", { plain = true })
+    -- Above git's own comment lines, which stay as they are.
+    local first_comment = #vim.api.nvim_buf_get_lines(attach_to, 0, -1, false)
+    for i, line in ipairs(vim.api.nvim_buf_get_lines(attach_to, 0, -1, false)) do
+      if line:match("^#") then
+        first_comment = i - 1
+        break
+      end
+    end
+    vim.api.nvim_buf_set_lines(attach_to, 0, first_comment, false, vim.list_extend(lines, { "" }))
+  end, bufnr)
+end
+
+return M

@@ -1,0 +1,34 @@
+-- AgentLS commands; the plugin starts nothing until require("agentls").setup() is called.
+if vim.g.loaded_agentls then
+  return
+end
+vim.g.loaded_agentls = true
+
+local function cmd(name, fn, opts)
+  vim.api.nvim_create_user_command(name, fn, opts or {})
+end
+
+cmd("AgentChat", function(o)
+  require("agentls.chat").open(o.args)
+end, { nargs = "*", desc = "AgentLS: open the chat, or send a prompt" })
+cmd("AgentAsk", function(o)
+  require("agentls.chat").ask(o.args, o.line1, o.line2)
+end, { nargs = "+", range = true, desc = "AgentLS: ask about the selected lines" })
+cmd("AgentCancel", function()
+  require("agentls.chat").cancel()
+end, { desc = "AgentLS: stop the running turn" })
+cmd("AgentSessions", function()
+  require("agentls.chat").sessions()
+end, { desc = "AgentLS: reopen a session" })
+cmd("AgentCommitMessage", function()
+  require("agentls").commit_message()
+end, { desc = "AgentLS: write the commit message for the staged changes" })
+cmd("AgentApply", function()
+  require("agentls.preview").decide("apply")
+end, { desc = "AgentLS: apply the edit in the preview" })
+cmd("AgentReject", function()
+  require("agentls.preview").decide("reject")
+end, { desc = "AgentLS: reject the edit in the preview" })
+cmd("AgentSend", function()
+  require("agentls.chat").send_prompt_area()
+end, { desc = "AgentLS: send the chat buffer's prompt area" })
