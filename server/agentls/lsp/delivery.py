@@ -154,7 +154,7 @@ def sent_documents(edit: lsp.WorkspaceEdit, changeset: ChangeSet) -> list[SentDo
     return out
 
 
-async def not_landed(ls: AgentLanguageServer, sent: Sequence[SentDocument],
+async def not_landed(ls: ServerContext, sent: Sequence[SentDocument],
                      wait_s: float = LAND_WAIT_S) -> list[Path]:
     """The sent documents that do not hold the agent's text once the editor's changes have
     arrived (waiting up to ``wait_s``): the edit was skipped, or was changed at once."""
@@ -167,12 +167,12 @@ async def not_landed(ls: AgentLanguageServer, sent: Sequence[SentDocument],
         await asyncio.sleep(0.02)
 
 
-def _holds(ls: AgentLanguageServer, sent: SentDocument) -> bool:
+def _holds(ls: ServerContext, sent: SentDocument) -> bool:
     document = documents.find(ls, sent.path)
     return document is not None and document.source == sent.expected
 
 
-def moved_on(ls: AgentLanguageServer, sent: Sequence[SentDocument]) -> list[Path]:
+def moved_on(ls: ServerContext, sent: Sequence[SentDocument]) -> list[Path]:
     """Sent documents whose version is now past the one the edit named."""
     out = []
     for s in sent:
@@ -182,7 +182,7 @@ def moved_on(ls: AgentLanguageServer, sent: Sequence[SentDocument]) -> list[Path
     return out
 
 
-async def check_answer(ls: AgentLanguageServer, applied: bool, reason: str | None,
+async def check_answer(ls: ServerContext, applied: bool, reason: str | None,
                        sent: Sequence[SentDocument],
                        names: Callable[[Iterable[Path]], str]) -> tuple[bool, str | None, bool]:
     """The truth about an applyEdit answer: ``(applied, reason, stale)``; ``stale`` when a
@@ -212,7 +212,7 @@ def stale_note(shown: str, reason: str | None) -> str:
             f"editor before your edit landed{why}. Read {shown} again before changing it.")
 
 
-def offer_retry(ls: AgentLanguageServer, message: str,
+def offer_retry(ls: ServerContext, message: str,
                 retry: Callable[[], Awaitable[object]] | None) -> None:
     """Tell the person (showMessage), and with ``retry`` ask whether to redo it on the
     current text; the question waits in the background, the run does not."""
