@@ -27,6 +27,7 @@ from agentls.tools.permissions import (
     check,
     rejection,
 )
+from agentls.tools.semantic.service import WorkspaceSearch
 from agentls.tools.workspace import FenceError, Workspace
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,8 @@ class ToolContext:
     shell_output_limit: int = shell.DEFAULT_OUTPUT_LIMIT
     api_key_env: str = "OPENAI_API_KEY"
     tool_timeout_s: float = 60.0  # per call; shell_exec gets at least its own timeout + 5 s
+    # Opens the workspace's search index on first use (None: search_semantic unavailable).
+    search_index: Callable[[], WorkspaceSearch] | None = None
 
 
 Runner = Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]
@@ -97,6 +100,12 @@ class SearchTextParams(_Params):
                              description="Most matches to return.")
 
 
+class SearchSemanticParams(_Params):
+    query: str = Field(min_length=1, description="What you are looking for, in words: "
+                       "'where are rate limits retried', 'parse the config file'.")
+    top_k: int = Field(8, ge=1, le=30, description="How many code chunks to return.")
+
+
 class ShellExecParams(_Params):
     command: str = Field(min_length=1, description="Shell command line to run.")
     cwd: str | None = Field(None, description="Folder to run in, relative to the root.")
@@ -131,6 +140,37 @@ async def _search(ctx: ToolContext, p: SearchTextParams) -> dict[str, Any]:
                                     p.glob, p.max_results)
 
 
+# Embedding the chunks a tool call finds without vectors stops after this long; the rest is
+# still found by keywords, and the editor's background indexing catches up.
+SEARCH_EMBED_BUDGET_S = 10.0
+
+
+def _search_semantic_sync(ctx: ToolContext, p: SearchSemanticParams) -> dict[str, Any]:
+    if ctx.search_index is None:
+        return fail("UNAVAILABLE", "search_semantic is not available in this run; use "
+                    "search_text with likely identifiers instead.")
+    index = ctx.search_index()
+    warnings: list[str] = []
+    if not index.update_lock.locked():  # a background pass is running: search what is there
+        stats = index.update(embed_budget_s=SEARCH_EMBED_BUDGET_S)
+        warnings.extend(stats.warnings)
+    result = index.search(p.query, p.top_k)
+    if result.warning:
+        warnings.append(result.warning)
+    out: dict[str, Any] = {"ok": True, "mode": result.mode,
+                           "results": [h.to_dict() for h in result.hits]}
+    if not result.hits:
+        out["hint"] = ("Nothing matched. Rephrase with other words, or use search_text for "
+                       "an exact identifier.")
+    if warnings:
+        out["warning"] = "; ".join(dict.fromkeys(warnings))
+    return out
+
+
+async def _search_semantic(ctx: ToolContext, p: SearchSemanticParams) -> dict[str, Any]:
+    return await asyncio.to_thread(_search_semantic_sync, ctx, p)
+
+
 async def _shell(ctx: ToolContext, p: ShellExecParams) -> dict[str, Any]:
     return await shell.shell_exec(ctx.workspace, p.command, p.cwd, p.timeout,
                                   api_key_env=ctx.api_key_env,
@@ -159,6 +199,12 @@ DEFAULT_TOOLS: tuple[ToolDef, ...] = (
     ToolDef("search_text", "Search the workspace for text or a regular expression (ripgrep). "
             "Returns path:line:column and the matching line.",
             SearchTextParams, _search, True),
+    ToolDef("search_semantic", "Find code by meaning: the functions, classes and doc sections "
+            "that best match a description, ranked (keywords plus embeddings). Use it first for "
+            "questions like 'where is X handled', 'what parses Y', 'where do we retry Z' when "
+            "you do not know the names; use search_text for an exact name or string. Returns "
+            "path, line range, symbol and a snippet per result.",
+            SearchSemanticParams, _search_semantic, True),
     ToolDef("write_file", "Create a new file, or replace/append to one. Prefer edit_file or "
             "apply_patch for changes to existing files. Changes are shown to the person as a "
             "diff to accept or reject.",
