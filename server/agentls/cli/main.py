@@ -92,6 +92,8 @@ COMMAND_MODULES: dict[str, str] = {
     "loop": "agentls.cli.loop",
     "sessions": "agentls.cli.sessions_cmd",
     "serve": "agentls.cli.serve_cmd",
+    "index": "agentls.cli.index_cmd",
+    "search": "agentls.cli.search_cmd",
 }
 
 

@@ -75,15 +75,23 @@ class SemanticIndex:
         self.lock = threading.RLock()
         self.conn = store.open_store(self.path)
         self.generation = 0  # bumped on every write; readers cache vectors by it
-        self._check_embedder()
 
     @property
     def embedder_id(self) -> str:
         e = self.embedder
         return f"{e.provider}:{e.model}" if e is not None else "none"
 
+    def recorded_embedder(self) -> str | None:
+        """Who made the stored vectors (None: a new index)."""
+        with self.lock:
+            return store.get_meta(self.conn, "embedder")
+
+    def vectors_match(self) -> bool:
+        return self.recorded_embedder() in (None, self.embedder_id)
+
     def _check_embedder(self) -> None:
-        recorded = store.get_meta(self.conn, "embedder")
+        """Drop vectors another embedder made (the update then re-embeds everything)."""
+        recorded = self.recorded_embedder()
         if recorded == self.embedder_id:
             return
         with self.lock:
@@ -147,6 +155,7 @@ class SemanticIndex:
         """Bring the index up to date: everything (``paths`` None) or just these files."""
         started = time.perf_counter()
         stats = UpdateStats()
+        self._check_embedder()
         with self.lock:
             known = {row[0]: (row[1], row[2], row[3], row[4]) for row in self.conn.execute(
                 "SELECT path, id, sha256, mtime_ns, size FROM files")}
@@ -317,7 +326,7 @@ class SemanticIndex:
             updated = store.get_meta(self.conn, "updated_at")
         size = sum(os.path.getsize(f"{self.path}{s}") for s in ("", "-wal")
                    if os.path.exists(f"{self.path}{s}"))
-        e = self.embedder
+        provider, _, model = (self.recorded_embedder() or self.embedder_id).partition(":")
         return IndexStatus(str(self.path), files, chunks, vectors,
-                           bare if e is not None else 0, e.provider if e else "none",
-                           e.model if e else "", size, float(updated) if updated else None)
+                           bare if provider != "none" else 0, provider, model, size,
+                           float(updated) if updated else None)

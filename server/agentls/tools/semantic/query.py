@@ -20,11 +20,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RRF_K = 60  # the usual constant: rank 1 scores 1/61
+RRF_K = 10  # smaller than the usual 60: the top of each ranking counts more
 # Weight of the BM25 ranking against the vector ranking (1.0) in the fusion. On the labelled
 # set, whose queries share no word with their targets, BM25 only adds noise; on name-like
-# queries it finds what vectors miss. 0.5 keeps both (docs/SEMANTIC_SEARCH.md has figures).
-BM25_WEIGHT = 0.5
+# queries it finds what vectors miss. 0.25 keeps both (docs/SEMANTIC_SEARCH.md has figures).
+BM25_WEIGHT = 0.25
 CANDIDATES = 50  # from each ranking before fusion
 SNIPPET_LINES = 12
 # BM25 column weights: chunk words, symbol words, path words.
@@ -137,7 +137,11 @@ def search(index: SemanticIndex, cache: VectorCache, query: str, top_k: int = 8,
     rankings = [(lexical, 1.0)]
     vector: list[int] = []
     mode = "bm25"
-    if index.embedder is not None and not lexical_only:
+    if index.embedder is not None and not lexical_only and not index.vectors_match():
+        warning = (f"the index's vectors were made by {index.recorded_embedder()}, not "
+                   f"{index.embedder_id}; these are keyword (BM25) results until the index is "
+                   "refreshed (`agentls index`)")
+    elif index.embedder is not None and not lexical_only:
         try:
             vector = vector_ranking(index, cache, query)
             rankings = [(lexical, BM25_WEIGHT), (vector, 1.0)]
