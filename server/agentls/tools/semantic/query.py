@@ -93,13 +93,14 @@ def bm25_ranking(conn: sqlite3.Connection, query: str, limit: int = CANDIDATES) 
 
 
 def vector_ranking(index: SemanticIndex, cache: VectorCache, query: str,
-                   limit: int = CANDIDATES) -> list[int]:
+                   limit: int = CANDIDATES) -> list[int] | None:
+    """Chunk ids by cosine similarity; None when the index holds no vectors yet."""
     import numpy as np
 
     assert index.embedder is not None
     loaded = cache.load(index)
     if loaded is None:
-        return []
+        return None
     ids, matrix = loaded
     q = index.embedder.embed([query])[0]
     scores = matrix @ q.astype(np.float32)  # int8 rows promote to float32 here
@@ -143,9 +144,14 @@ def search(index: SemanticIndex, cache: VectorCache, query: str, top_k: int = 8,
                    "refreshed (`agentls index`)")
     elif index.embedder is not None and not lexical_only:
         try:
-            vector = vector_ranking(index, cache, query)
-            rankings = [(lexical, BM25_WEIGHT), (vector, 1.0)]
-            mode = "hybrid"
+            ranked = vector_ranking(index, cache, query)
+            if ranked is None:
+                warning = ("the index has no vectors yet (run `agentls index`); these are "
+                           "keyword (BM25) results")
+            else:
+                vector = ranked
+                rankings = [(lexical, BM25_WEIGHT), (vector, 1.0)]
+                mode = "hybrid"
         except EmbeddingError as exc:
             warning = (f"the embedding provider failed ({exc}); these are keyword (BM25) "
                        "results only")
