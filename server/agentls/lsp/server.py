@@ -264,7 +264,7 @@ def logged(handler: Handler) -> Handler:
 
 
 def create_server() -> AgentLanguageServer:
-    from agentls.lsp import chat, code_actions, commands, documents
+    from agentls.lsp import chat, code_actions, commands, documents, search_index
 
     server = AgentLanguageServer()
 
@@ -281,4 +281,5 @@ def create_server() -> AgentLanguageServer:
     chat.setup(server)
     commands.setup(server)
     code_actions.setup(server)
+    search_index.setup(server)
     return server
