@@ -15,7 +15,8 @@ from rich.table import Table
 
 from bench.harness import Figure
 
-SUITES = ["bench.bench_llm", "bench.bench_tools", "bench.bench_engine", "bench.bench_lsp"]
+SUITES = ["bench.bench_llm", "bench.bench_tools", "bench.bench_engine", "bench.bench_lsp",
+          "bench.bench_index"]
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
