@@ -140,8 +140,6 @@ class IndexConfig(BaseModel):
         examples=["OPENAI_API_KEY"])
     max_file_kb: int = Field(512, gt=0, description="Larger files are not indexed.",
                              examples=[512])
-    chat_context_chunks: int = Field(0, ge=0, le=20, description="Top search chunks added "
-                                     "to each chat turn's context; 0 = off.", examples=[3])
 
     @field_validator("embedding_api_key_env", mode="before")
     @classmethod
