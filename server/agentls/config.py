@@ -126,6 +126,34 @@ class CompactionConfig(BaseModel):
                               "older part is summarised by the model.", examples=[120])
 
 
+class IndexConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    embeddings: Literal["auto", "none", "static", "local", "openai"] = Field(
+        "auto", description="Vectors of the search index: `static` = model2vec distilled from "
+        "the bundled all-MiniLM-L6-v2 (fast), `local` = all-MiniLM-L6-v2 itself (slow on a "
+        "CPU), both offline and needing `agentls[local]`; `openai` = an OpenAI-compatible "
+        "/v1/embeddings endpoint (index.embedding_*); `none` = keywords (BM25) only; `auto` = "
+        "static when agentls[local] is installed, else none.", examples=["none"])
+    embedding_base_url: str = Field("http://localhost:11434/v1", description="Base URL of "
+                                    "the /v1/embeddings endpoint (embeddings = openai).",
+                                    examples=["https://api.openai.com/v1"])
+    embedding_model: str = Field("nomic-embed-text", description="Embedding model name sent "
+                                 "to that endpoint.", examples=["text-embedding-3-small"])
+    embedding_api_key_env: str | None = Field(
+        None, description="Environment variable holding that endpoint's key; none for none.",
+        examples=["OPENAI_API_KEY"])
+    max_file_kb: int = Field(512, gt=0, description="Larger files are not indexed.",
+                             examples=[512])
+
+    @field_validator("embedding_api_key_env", mode="before")
+    @classmethod
+    def _no_key_variable(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("", "none", "null"):
+            return None
+        return value
+
+
 def default_backends() -> dict[str, BackendConfig]:
     return {
         "openai": BackendConfig(api_key_env="OPENAI_API_KEY"),
@@ -161,6 +189,7 @@ class Settings(BaseModel):
     cache: CacheConfig = Field(default_factory=CacheConfig)
     retry: RetryConfig = Field(default_factory=RetryConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    index: IndexConfig = Field(default_factory=IndexConfig)
     permissions: PermissionPolicy = Field(
         default_factory=PermissionPolicy,
         description="What tools may do without asking (DESIGN.md decision 3).",

@@ -32,7 +32,7 @@ DEFAULT_TOOL_PERMISSIONS: dict[str, Permission] = {
     "read_file": "allow",
     "list_files": "allow",
     "search_text": "allow",
-    "semantic_search": "allow",
+    "search_semantic": "allow",
     "git_status": "allow",
     "git_diff": "allow",
     "git_log": "allow",

@@ -118,6 +118,8 @@ COMMAND_MODULES: dict[str, str] = {
     "loop": "agentls.cli.loop",
     "sessions": "agentls.cli.sessions_cmd",
     "serve": "agentls.cli.serve_cmd",
+    "index": "agentls.cli.index_cmd",
+    "search": "agentls.cli.search_cmd",
 }
 # Their one-line help in `agentls --help`, the same words as their own parser's `help=`
 # (a test keeps the two equal).

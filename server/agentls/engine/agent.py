@@ -45,6 +45,7 @@ from agentls.engine.history import (
     trim_harder,
 )
 from agentls.engine.queue import SessionQueue
+from agentls.engine.search_index import IndexHub
 from agentls.engine.sessions import SessionInfo, SessionStore
 from agentls.engine.tokens import TokenEstimator
 from agentls.llm.backend import Backend, BackendError, RetryNotice
@@ -179,6 +180,8 @@ class Agent:
         self.estimator = estimator or TokenEstimator()
         self._policy = policy  # None: the settings' `permissions`, read at each run
         self.queue = SessionQueue(queue_limit)
+        # Search indexes open on the first search_semantic call (front-ends share it).
+        self.search_hub = IndexHub(settings)
         self._sessions: OrderedDict[str, _SessionState] = OrderedDict()
         self._tasks: dict[str, asyncio.Task[RunResult]] = {}
         # Shared with whoever gathers them ahead of the first run (an editor, at start-up).
@@ -344,6 +347,7 @@ class Agent:
                 api_key_env=self.settings.active_backend.api_key_env or "OPENAI_API_KEY",
                 tool_timeout_s=self.settings.tool_timeout_s,
                 sandbox=state.sandbox,
+                search_index=lambda: self.search_hub.get(workspace),
             ),
             only=request.tools,
         )

@@ -274,6 +274,24 @@ class OpenAICompatBackend:
             model=raw.model or params["model"],
         )
 
+    async def embed(self, texts: list[str], *, on_retry: RetryCallback | None = None
+                    ) -> list[list[float]]:
+        """``POST /v1/embeddings`` for ``texts`` (one request), under the chat retry policy."""
+        return await self.retry.call(lambda: self._embed_once(texts), on_retry)
+
+    async def _embed_once(self, texts: list[str]) -> list[list[float]]:
+        try:
+            raw = await self._client.embeddings.create(model=self.model, input=texts,
+                                                       encoding_format="float")
+        except (openai.APIError, httpx2.HTTPError) as exc:
+            raise self._error(exc) from exc
+        data = sorted(getattr(raw, "data", None) or [], key=lambda item: item.index)
+        if len(data) != len(texts):
+            raise BackendError(
+                "server_error", f"{self.config.base_url} answered {len(data)} embeddings for "
+                f"{len(texts)} inputs", backend=self.name, retryable=False)
+        return [list(item.embedding) for item in data]
+
     async def list_models(self) -> list[str]:
         try:
             page = await self._client.models.list()

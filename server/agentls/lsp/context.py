@@ -33,6 +33,7 @@ class ServerContext(LanguageServer):
     reported_settings_problems: str
     resolved: ResolvedSettings | None
     settings_listeners: list[Callable[[], None]]  # called after each reload
+    file_listeners: list[Callable[[list[str]], None]]  # called with saved/changed file URIs
 
     # --- workspace
     @property
@@ -84,7 +85,7 @@ class ServerContext(LanguageServer):
     async def warm_up(self) -> None: ...
 
     @abstractmethod
-    def files_changed(self) -> None: ...
+    def files_changed(self, uris: list[str]) -> None: ...
 
     @abstractmethod
     async def run_agent(self, request: TurnRequest) -> Turn: ...

@@ -72,12 +72,13 @@ def setup(server: ServerContext) -> None:
     def did_close(ls: ServerContext, params: lsp.DidCloseTextDocumentParams) -> None:
         return None
 
-    # Files changed on disk: the project facts (tree, git state) are gathered again.
+    # Files changed on disk: features listening are told (the search index) and the project
+    # facts (tree, git state) are gathered again.
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: ServerContext, params: lsp.DidSaveTextDocumentParams) -> None:
-        ls.files_changed()
+        ls.files_changed([params.text_document.uri])
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(ls: ServerContext,
                                  params: lsp.DidChangeWatchedFilesParams) -> None:
-        ls.files_changed()
+        ls.files_changed([change.uri for change in params.changes])

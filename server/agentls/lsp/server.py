@@ -97,6 +97,7 @@ class AgentLanguageServer(ServerContext):
         self.reported_settings_problems = ""
         self.resolved: lsp_settings.ResolvedSettings | None = None
         self.settings_listeners: list[Callable[[], None]] = []  # called after each reload
+        self.file_listeners: list[Callable[[list[str]], None]] = []  # saved/changed file URIs
         self.runs = RunManager(self, lsp_settings.LspSettings())
         self._settings_task: asyncio.Task[lsp_settings.ResolvedSettings] | None = None
         self._engine: EngineHost | None = None
@@ -243,9 +244,15 @@ class AgentLanguageServer(ServerContext):
         log.info("project facts gathered in the background (%.0f ms)",
                  (time.perf_counter() - started) * 1000)
 
-    def files_changed(self) -> None:
-        """Files were saved, created or deleted: gather the facts again, once for a burst of
-        events, and only if they were gathered before (nothing to refresh otherwise)."""
+    def files_changed(self, uris: list[str]) -> None:
+        """Files were saved, created or deleted: tell the features listening (the search
+        index), then gather the facts again, once for a burst of events, and only if they were
+        gathered before (nothing to refresh otherwise)."""
+        for listener in list(self.file_listeners):
+            try:
+                listener(uris)
+            except Exception:  # one feature's failure must not stop the others
+                log.exception("a file-change listener failed")
         if self._contexts is None or self._refresh_pending:
             return
         self._refresh_pending = True
@@ -293,7 +300,7 @@ class AgentLanguageServer(ServerContext):
 
 
 def create_server() -> AgentLanguageServer:
-    from agentls.lsp import chat, code_actions, documents, git_commands
+    from agentls.lsp import chat, code_actions, documents, git_commands, search_index
 
     server = AgentLanguageServer()
 
@@ -310,4 +317,5 @@ def create_server() -> AgentLanguageServer:
     chat.setup(server)
     code_actions.setup(server)
     git_commands.setup(server)
+    search_index.setup(server)
     return server

@@ -28,6 +28,7 @@ from agentls.tools.permissions import (
     rejection,
 )
 from agentls.tools.sandboxed_shell import ShellSandbox
+from agentls.tools.semantic.service import WorkspaceSearch
 from agentls.tools.workspace import FenceError, Workspace
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,8 @@ class ToolContext:
     tool_timeout_s: float = 60.0  # per call; shell_exec gets at least its own timeout + 5 s
     # Where shell_exec runs (DESIGN.md decision 11); the engine keeps one per session.
     sandbox: ShellSandbox = field(default_factory=ShellSandbox)
+    # Opens the workspace's search index on first use (None: search_semantic unavailable).
+    search_index: Callable[[], WorkspaceSearch] | None = None
 
 
 Runner = Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]
@@ -99,6 +102,12 @@ class SearchTextParams(_Params):
     max_results: int = Field(50, ge=1, le=search.MAX_RESULTS_LIMIT)
 
 
+class SearchSemanticParams(_Params):
+    query: str = Field(min_length=1, description="What you are looking for, in words: "
+                       "'where are rate limits retried', 'parse the config file'.")
+    top_k: int = Field(8, ge=1, le=30, description="How many code chunks to return.")
+
+
 class ShellExecParams(_Params):
     command: str = Field(min_length=1, description="Shell command line to run.")
     cwd: str | None = Field(None, description="Folder to run in, relative to the root.")
@@ -133,6 +142,37 @@ async def _search(ctx: ToolContext, p: SearchTextParams) -> dict[str, Any]:
                                     p.glob, p.max_results)
 
 
+# Embedding the chunks a tool call finds without vectors stops after this long; the rest is
+# still found by keywords, and the editor's background indexing catches up.
+SEARCH_EMBED_BUDGET_S = 10.0
+
+
+def _search_semantic_sync(ctx: ToolContext, p: SearchSemanticParams) -> dict[str, Any]:
+    if ctx.search_index is None:
+        return fail("UNAVAILABLE", "search_semantic is not available in this run; use "
+                    "search_text with likely identifiers instead.")
+    index = ctx.search_index()
+    warnings: list[str] = []
+    if not index.update_lock.locked():  # a background pass is running: search what is there
+        stats = index.update(embed_budget_s=SEARCH_EMBED_BUDGET_S)
+        warnings.extend(stats.warnings)
+    result = index.search(p.query, p.top_k)
+    if result.warning:
+        warnings.append(result.warning)
+    out: dict[str, Any] = {"ok": True, "mode": result.mode,
+                           "results": [h.to_dict() for h in result.hits]}
+    if not result.hits:
+        out["hint"] = ("Nothing matched. Rephrase with other words, or use search_text for "
+                       "an exact identifier.")
+    if warnings:
+        out["warning"] = "; ".join(dict.fromkeys(warnings))
+    return out
+
+
+async def _search_semantic(ctx: ToolContext, p: SearchSemanticParams) -> dict[str, Any]:
+    return await asyncio.to_thread(_search_semantic_sync, ctx, p)
+
+
 async def _shell(ctx: ToolContext, p: ShellExecParams) -> dict[str, Any]:
     return await ctx.sandbox.run(ctx.workspace, p.command, p.cwd, p.timeout,
                                  api_key_env=ctx.api_key_env,
@@ -160,6 +200,10 @@ DEFAULT_TOOLS: tuple[ToolDef, ...] = (
             files.ReadFileParams, _sync(files.read_file, thread=True), True),
     ToolDef("search_text", "Search file contents (ripgrep). Returns path:line:column: line.",
             SearchTextParams, _search, True),
+    ToolDef("search_semantic", "Find code by meaning (keywords plus embeddings). Use it first "
+            "for 'where is X handled' when you do not know the names; search_text for an exact "
+            "string.",
+            SearchSemanticParams, _search_semantic, True),
     ToolDef("write_file", "Create a file, or overwrite/append to one; to change an existing "
             "file prefer edit_file or apply_patch. The person reviews every change as a diff.",
             files.WriteFileParams, _sync(files.write_file, thread=False), False),

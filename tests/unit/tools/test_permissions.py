@@ -30,7 +30,7 @@ def shell(command: str, policy: PermissionPolicy | None = None) -> Decision:
 
 @pytest.mark.parametrize(
     "tool",
-    ["read_file", "list_files", "search_text", "semantic_search", "git_status", "git_diff",
+    ["read_file", "list_files", "search_text", "search_semantic", "git_status", "git_diff",
      "git_log", "write_file", "edit_file", "apply_patch", "delete_file"],
 )
 def test_reads_and_changes_are_allowed_by_default(tool: str) -> None:

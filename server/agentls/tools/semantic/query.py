@@ -1,0 +1,184 @@
+"""Hybrid search over the index: BM25 (FTS5) always, cosine over vectors when an embedder
+is set, fused by reciprocal rank fusion. An embedder that fails gives BM25 results and a
+warning, never an error."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentls.tools.semantic.embedding import EmbeddingError
+from agentls.tools.semantic.words import code_words, match_query
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from agentls.tools.semantic.index import SemanticIndex
+
+log = logging.getLogger(__name__)
+
+RRF_K = 10  # smaller than the usual 60: the top of each ranking counts more
+# Weight of the BM25 ranking against the vector ranking (1.0) in the fusion. On the labelled
+# set, whose queries share no word with their targets, BM25 only adds noise; on name-like
+# queries it finds what vectors miss. 0.25 keeps both (docs/SEMANTIC_SEARCH.md has figures).
+BM25_WEIGHT = 0.25
+CANDIDATES = 50  # from each ranking before fusion
+SNIPPET_LINES = 12
+# BM25 column weights: chunk words, symbol words, path words.
+BM25_WEIGHTS = (1.0, 3.0, 1.5)
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str
+    score: float
+    snippet: str
+    match: str  # "bm25", "vector" or "both"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    hits: list[Hit]
+    mode: str  # "hybrid" or "bm25"
+    warning: str | None
+    seconds: float
+
+
+class VectorCache:
+    """All vectors of the index as one int8 matrix, reloaded when the index changes."""
+
+    def __init__(self) -> None:
+        self._generation = -1
+        self.ids: np.ndarray | None = None
+        self.matrix: np.ndarray | None = None
+
+    def load(self, index: SemanticIndex) -> tuple[np.ndarray, np.ndarray] | None:
+        import numpy as np
+
+        with index.lock:
+            if self._generation != index.generation or self.matrix is None:
+                rows = index.conn.execute(
+                    "SELECT c.id, v.vec FROM chunks c JOIN vectors v ON v.hash = c.hash"
+                ).fetchall()
+                if rows:
+                    self.ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                    blob = b"".join(r[1] for r in rows)
+                    self.matrix = np.frombuffer(blob, dtype=np.int8).reshape(len(rows), -1)
+                else:
+                    self.ids, self.matrix = None, None
+                self._generation = index.generation
+        if self.ids is None or self.matrix is None:
+            return None
+        return self.ids, self.matrix
+
+
+def bm25_ranking(conn: sqlite3.Connection, query: str, limit: int = CANDIDATES) -> list[int]:
+    expression = match_query(query)
+    if expression is None:
+        return []
+    w = BM25_WEIGHTS
+    rows = conn.execute(
+        f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
+        f"ORDER BY bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}) LIMIT ?", (expression, limit))
+    return [int(r[0]) for r in rows]
+
+
+def vector_ranking(index: SemanticIndex, cache: VectorCache, query: str,
+                   limit: int = CANDIDATES) -> list[int] | None:
+    """Chunk ids by cosine similarity; None when the index holds no vectors yet."""
+    import numpy as np
+
+    assert index.embedder is not None
+    loaded = cache.load(index)
+    if loaded is None:
+        return None
+    ids, matrix = loaded
+    q = index.embedder.embed([query])[0]
+    scores = matrix @ q.astype(np.float32)  # int8 rows promote to float32 here
+    top = min(limit, len(scores))
+    best = np.argpartition(-scores, top - 1)[:top]
+    best = best[np.argsort(-scores[best])]
+    return [int(ids[i]) for i in best]
+
+
+def fuse(rankings: list[tuple[list[int], float]]) -> list[tuple[int, float]]:
+    """Weighted reciprocal rank fusion of (ranking, weight) pairs."""
+    scores: dict[int, float] = {}
+    for ranking, weight in rankings:
+        for rank, chunk_id in enumerate(ranking, 1):
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (RRF_K + rank)
+    return sorted(scores.items(), key=lambda item: -item[1])
+
+
+def _snippet(text: str, start_line: int, query: str) -> str:
+    """The chunk's lines around the first line that shares a word with the query."""
+    lines = text.splitlines()
+    wanted = set(code_words(query))
+    first = next((i for i, line in enumerate(lines) if wanted & set(code_words(line))), 0)
+    lo = max(0, min(first - 2, len(lines) - SNIPPET_LINES))
+    part = lines[lo:lo + SNIPPET_LINES]
+    return "\n".join(f"{start_line + lo + i}: {line}" for i, line in enumerate(part))
+
+
+def search(index: SemanticIndex, cache: VectorCache, query: str, top_k: int = 8,
+           *, lexical_only: bool = False) -> SearchResult:
+    started = time.perf_counter()
+    warning = None
+    with index.lock:
+        lexical = bm25_ranking(index.conn, query)
+    rankings = [(lexical, 1.0)]
+    vector: list[int] = []
+    mode = "bm25"
+    if index.embedder is not None and not lexical_only and not index.vectors_match():
+        warning = (f"the index's vectors were made by {index.recorded_embedder()}, not "
+                   f"{index.embedder_id}; these are keyword (BM25) results until the index is "
+                   "refreshed (`agentls index`)")
+    elif index.embedder is not None and not lexical_only:
+        try:
+            ranked = vector_ranking(index, cache, query)
+            if ranked is None:
+                warning = ("the index has no vectors yet (run `agentls index`); these are "
+                           "keyword (BM25) results")
+            else:
+                vector = ranked
+                rankings = [(lexical, BM25_WEIGHT), (vector, 1.0)]
+                mode = "hybrid"
+        except EmbeddingError as exc:
+            warning = (f"the embedding provider failed ({exc}); these are keyword (BM25) "
+                       "results only")
+            log.warning("semantic search: %s", warning)
+    fused = fuse(rankings)[:top_k]
+    hits = _hits(index, fused, set(lexical), set(vector), query)
+    return SearchResult(hits, mode, warning, time.perf_counter() - started)
+
+
+def _hits(index: SemanticIndex, fused: list[tuple[int, float]], lexical: set[int],
+          vector: set[int], query: str) -> list[Hit]:
+    if not fused:
+        return []
+    marks = ",".join("?" * len(fused))
+    with index.lock:
+        rows = {r[0]: r[1:] for r in index.conn.execute(
+            f"SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.text FROM chunks c "
+            f"JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})",
+            [chunk_id for chunk_id, _ in fused])}
+    hits = []
+    for chunk_id, score in fused:
+        row = rows.get(chunk_id)
+        if row is None:  # removed between ranking and reading
+            continue
+        path, start, end, symbol, text = row
+        match = "both" if chunk_id in lexical and chunk_id in vector else (
+            "bm25" if chunk_id in lexical else "vector")
+        hits.append(Hit(path, start, end, symbol, round(score, 5),
+                        _snippet(text, start, query), match))
+    return hits

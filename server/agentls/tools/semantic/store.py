@@ -1,0 +1,125 @@
+"""The SQLite file behind the index: schema, opening (and rebuilding), row access.
+
+``.agentls/index.db`` in WAL mode. ``files`` and ``chunks`` hold what was indexed;
+``chunks_fts`` (FTS5, rowid = chunk id) holds a pre-split copy of each chunk's text and
+symbol (see ``words.py``); ``vectors`` holds one int8 vector per distinct chunk text,
+keyed by its hash, so unchanged chunks of an edited file and renamed files keep theirs.
+``meta`` records the schema version and which embedder made the vectors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    sha256 TEXT NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    indexed_at REAL NOT NULL
+);
+CREATE TABLE chunks (
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    symbol TEXT NOT NULL,
+    text TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE INDEX chunks_file ON chunks(file_id);
+CREATE INDEX chunks_hash ON chunks(hash);
+CREATE VIRTUAL TABLE chunks_fts USING fts5(words, symbol, path, tokenize = 'unicode61');
+CREATE TABLE vectors (hash TEXT PRIMARY KEY, vec BLOB NOT NULL);
+"""
+
+
+class IndexStoreError(Exception):
+    """The index file cannot be opened or written (a person has to act)."""
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+def _version(conn: sqlite3.Connection) -> int | None:
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return int(row[0]) if row else None
+
+
+def _remove(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(f"{path}{suffix}")
+
+
+def open_store(path: Path) -> sqlite3.Connection:
+    """Open the index at ``path``, creating it; a corrupt or old-schema file is rebuilt."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise IndexStoreError(f"cannot create {path.parent}: {exc.strerror or exc}; check the "
+                              "folder's permissions") from exc
+    reason = None
+    if path.exists():
+        try:
+            conn = _connect(path)
+            version = _version(conn)
+            if version == SCHEMA_VERSION:
+                conn.execute("SELECT count(*) FROM chunks_fts WHERE rowid = 0").fetchone()
+                return conn
+            conn.close()
+            reason = f"schema version {version} (this agentls writes {SCHEMA_VERSION})"
+        except sqlite3.DatabaseError as exc:
+            reason = f"it is damaged ({exc})"
+            with contextlib.suppress(Exception):
+                conn.close()
+        log.warning("rebuilding the search index %s: %s", path, reason)
+        _remove(path)
+    try:
+        conn = _connect(path)
+        conn.executescript(_SCHEMA)
+        conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+    except sqlite3.Error as exc:
+        raise IndexStoreError(f"cannot create the search index {path}: {exc}; check the disk "
+                              "space and the folder's permissions") from exc
+    return conn
+
+
+def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return str(row[0]) if row else None
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+
+def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> None:
+    """Drop a file's chunks and their FTS rows (the caller then drops or reuses the file)."""
+    conn.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id=?)",
+                 (file_id,))
+    conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
+
+
+def drop_orphan_vectors(conn: sqlite3.Connection) -> int:
+    cur = conn.execute("DELETE FROM vectors WHERE hash NOT IN (SELECT hash FROM chunks)")
+    return cur.rowcount

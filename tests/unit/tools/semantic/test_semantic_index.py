@@ -1,0 +1,188 @@
+"""The index: incremental updates (edit, delete, rename), the fence, schema migration and
+corruption, embedder changes."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agentls.tools.semantic import store
+from agentls.tools.semantic.embedding import EmbeddingError, normalise
+from agentls.tools.semantic.index import SemanticIndex
+from agentls.tools.semantic.service import WorkspaceSearch
+from agentls.tools.workspace import Workspace
+
+
+class CountingEmbedder:
+    """A real (if tiny) embedder: letter-frequency vectors; counts what it was asked."""
+
+    provider = "test"
+    model = "letters"
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.fail = False
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self.fail:
+            raise EmbeddingError("connection refused")
+        self.texts.extend(texts)
+        rows = [[t.lower().count(c) + 0.01 for c in "abcdefghijklmnopqrstuvwxyz"] for t in texts]
+        return normalise(rows)
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    write(root / "src/net.py", "def retry_later(call):\n    return call()\n\n\n"
+                               "def parse_header(h):\n    return h.split(':')\n")
+    write(root / "src/db.py", "def open_database(path):\n    return path\n")
+    write(root / "README.md", "# Shop\n\nHow to deploy the shop.\n")
+    return root
+
+
+def paths(index: SemanticIndex) -> list[str]:
+    return [r[0] for r in index.conn.execute("SELECT path FROM files ORDER BY path")]
+
+
+def test_full_then_incremental(tree: Path) -> None:
+    embedder = CountingEmbedder()
+    index = SemanticIndex(Workspace([tree]), embedder)
+    first = index.update()
+    assert first.files_changed == 3 and first.vectors_added == first.chunks_added == 4
+    assert paths(index) == ["README.md", "src/db.py", "src/net.py"]
+
+    again = index.update()  # nothing changed: nothing read, nothing embedded
+    assert (again.files_changed, again.vectors_added) == (0, 0)
+
+    # Edit one function: only that chunk is embedded again.
+    embedder.texts.clear()
+    net = tree / "src/net.py"
+    net.write_text(net.read_text().replace("h.split(':')", "h.partition(':')"))
+    edited = index.update([net])
+    assert edited.files_changed == 1 and embedder.texts == [
+        "def parse_header(h):\n    return h.partition(':')"]
+
+    # Touching without changing the content re-reads but does not re-chunk.
+    os.utime(net, (1, 1))
+    assert index.update().files_changed == 0
+
+    # Delete: its chunks and now unused vectors go.
+    (tree / "src/db.py").unlink()
+    deleted = index.update()
+    assert deleted.files_removed == 1 and "src/db.py" not in paths(index)
+    assert index.status().vectors == index.status().chunks == 3
+
+    # Rename: the moved file's chunks keep their vectors (nothing embedded).
+    embedder.texts.clear()
+    (tree / "src/net.py").rename(tree / "src/http.py")
+    renamed = index.update()
+    assert renamed.files_removed == 1 and renamed.files_changed == 1
+    assert embedder.texts == [] and paths(index) == ["README.md", "src/http.py"]
+    hits = WorkspaceSearch(index).search("retry later", 3).hits
+    assert hits[0].path == "src/http.py" and hits[0].symbol == "retry_later"
+
+
+def test_the_fence_keeps_files_out(tree: Path) -> None:
+    write(tree / ".gitignore", "build/\n*.log\n")
+    write(tree / "build/out.py", "def generated(): pass\n")
+    write(tree / "debug.log", "secret token\n")
+    write(tree / ".env", "API_KEY=sk-live\n")
+    write(tree / "keys/server.pem", "-----BEGIN PRIVATE KEY-----\n")
+    (tree / "blob.bin").write_bytes(b"\x00\x01binary")
+    outside = tree.parent / "outside.py"
+    write(outside, "def elsewhere(): pass\n")
+    os.symlink(outside, tree / "link.py")
+    write(tree / "big.py", "x = 1\n" * 200_000)
+    index = SemanticIndex(Workspace([tree]), max_file_bytes=64 * 1024)
+    index.update()
+    indexed = paths(index)
+    assert "build/out.py" not in indexed and "debug.log" not in indexed
+    assert ".env" not in indexed and "keys/server.pem" not in indexed
+    assert "link.py" not in indexed and ".gitignore" in indexed
+    texts = " ".join(r[0] for r in index.conn.execute("SELECT text FROM chunks"))
+    assert "sk-live" not in texts and "PRIVATE KEY" not in texts and "elsewhere" not in texts
+    chunked = {r[0] for r in index.conn.execute(
+        "SELECT DISTINCT f.path FROM chunks c JOIN files f ON f.id = c.file_id")}
+    assert "blob.bin" not in chunked and "big.py" not in chunked
+    # A file that becomes ignored later leaves the index on the next update of it.
+    write(tree / ".gitignore", "build/\n*.log\nsrc/db.py\n")
+    index.update([tree / "src/db.py"])
+    assert "src/db.py" not in paths(index)
+
+
+def test_old_schema_and_corrupt_files_are_rebuilt(tree: Path,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    db = tree / ".agentls" / "index.db"
+    index = SemanticIndex(Workspace([tree]))
+    index.update()
+    index.close()
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    with caplog.at_level(logging.WARNING):
+        reopened = SemanticIndex(Workspace([tree]))
+    assert "schema version 0" in caplog.text and reopened.status().files == 0
+    assert reopened.update().files_changed == 3
+    reopened.close()
+
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    db.write_bytes(b"this is not a database" * 100)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        rebuilt = SemanticIndex(Workspace([tree]))
+    assert "damaged" in caplog.text
+    assert rebuilt.update().files_changed == 3
+    assert store.get_meta(rebuilt.conn, "schema_version") == str(store.SCHEMA_VERSION)
+
+
+def test_unwritable_index_folder_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "blocked").write_text("a file where the folder should be")
+    with pytest.raises(store.IndexStoreError, match="cannot create"):
+        store.open_store(tmp_path / "blocked" / "index.db")
+
+
+def test_embedder_change_re_embeds(tree: Path) -> None:
+    index = SemanticIndex(Workspace([tree]), CountingEmbedder())
+    index.update()
+    index.close()
+    other = CountingEmbedder()
+    other.model = "letters-v2"
+    reopened = SemanticIndex(Workspace([tree]), other)
+    assert reopened.status().model == "letters"  # only looking changes nothing
+    result = WorkspaceSearch(reopened).search("retry", 3)
+    assert result.mode == "bm25" and "agentls index" in (result.warning or "")
+    assert reopened.update().vectors_added == 4 and reopened.status().model == "letters-v2"
+
+
+def test_provider_down_gives_lexical_results_and_a_warning(tree: Path) -> None:
+    embedder = CountingEmbedder()
+    index = SemanticIndex(Workspace([tree]), embedder)
+    embedder.fail = True
+    stats = index.update()
+    assert stats.vectors_added == 0 and stats.vectors_missing == 4
+    assert "connection refused" in stats.warnings[0]
+    search = WorkspaceSearch(index)
+    result = search.search("open database", 3)
+    assert result.mode == "bm25" and "no vectors yet" in (result.warning or "")
+    assert result.hits[0].symbol == "open_database"
+    embedder.fail = False
+    assert index.update().vectors_added == 4  # catches up once the provider is back
+    assert search.search("open database", 3).mode == "hybrid"
+    embedder.fail = True  # down at query time: keyword results, and the reason
+    result = search.search("open database", 3)
+    assert result.mode == "bm25" and "connection refused" in (result.warning or "")
+    assert result.hits[0].symbol == "open_database"
