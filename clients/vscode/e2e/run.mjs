@@ -146,6 +146,10 @@ async function main() {
   fs.mkdirSync(ws);
   fs.writeFileSync(path.join(ws, "calc.py"), SAMPLE);
   fs.writeFileSync(path.join(ws, "README.md"), "# calc\n");
+  // Sandboxed commands run without asking by default (DESIGN.md decision 11); this team's
+  // project file asks anyway, so the approval modal is exercised and shows the sandbox note.
+  fs.mkdirSync(path.join(ws, ".agentls"));
+  fs.writeFileSync(path.join(ws, ".agentls", "config.toml"), "[sandbox]\nask = true\n");
   const timings = path.join(tmp, "timings.jsonl");
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) =>
     !k.startsWith("AGENTLS_") && !k.startsWith("OPENAI_") && !k.startsWith("VSCODE_")));
