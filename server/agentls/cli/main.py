@@ -37,16 +37,19 @@ class _PrintCompletion(argparse.Action):
                  values: Any, option_string: str | None = None) -> None:
         import shtab
 
+        # Every command's own options too: the lazy parser only names the module commands.
+        whole = build_parser(everything=True)
         try:
-            print(shtab.complete(parser, shell=str(values)), flush=True)
+            print(shtab.complete(whole, shell=str(values)), flush=True)
         except BrokenPipeError:  # `agentls --completion bash | head`
             sys.stderr.close()
         parser.exit(0)
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser, or with ``only`` the one module command that will run (so
-    `agentls serve` does not import what `agentls run` needs: editor start-up is measured)."""
+def build_parser(only: str | None = None, *, everything: bool = False) -> argparse.ArgumentParser:
+    """The parser with the module commands only named, or with ``only`` the one module command
+    that will run fully built (so `agentls serve` does not import what `agentls run` needs:
+    editor start-up is measured), or with ``everything`` all of them built (completion)."""
     parser = _Parser(prog="agentls", description="An LLM coding agent for your editor and CI.")
     parser.add_argument("--version", action="version", version=f"agentls {__version__}")
     parser.add_argument(
@@ -101,7 +104,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     import importlib
 
     for name, module_name in COMMAND_MODULES.items():
-        if only == name:
+        if everything or only == name:
             importlib.import_module(module_name).add_parser(commands)
         elif only is None:
             # Only named in `agentls --help`: importing the module (the engine, openai) just
@@ -129,6 +132,9 @@ COMMAND_HELP: dict[str, str] = {
     "loop": "repeat agent runs on one session until the task is done (headless)",
     "sessions": "list this workspace's sessions, or show one",
     "serve": "run the language server for an editor (stdio by default)",
+    "index": "build or refresh the search index used by `agentls search` and the agent's "
+             "search_semantic",
+    "search": "find code by meaning in the workspace",
 }
 
 

@@ -361,6 +361,8 @@ async def _serve(server: AgentLanguageServer, reader: FrameReader,
     while not stop_event.is_set():
         body = await bodies.get()
         if body is None:
+            # Nobody reads any more: nothing (this log line included) goes to the client.
+            server.protocol.writer = _DiscardingWriter()
             log.info("the client closed the connection")
             break
         try:
