@@ -541,6 +541,7 @@ def _secret_values(environ: Any) -> list[str]:
     never reach an artifact or the --json output."""
     return [value for name, value in environ.items()
             if any(marker in name.upper() for marker in SECRET_NAME_MARKERS)
+            and not name.upper().endswith("_ENV")  # names another variable, holds no key
             and len(value) >= MIN_SECRET_LENGTH]
 
 
