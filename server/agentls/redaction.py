@@ -28,9 +28,11 @@ _SHAPES = re.compile(
     r"|(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Z0-9])"
     r"|(?<=Bearer )[A-Za-z0-9\-._~+/]{12,}=*",
 )
-# A trailing run of text that might be the start of a shape: held back by StreamRedactor.
+# The trailing word, where a shape may be starting: StreamRedactor holds back from its start.
 _WORD_TAIL = re.compile(r"(?:Bearer\s*)?[A-Za-z0-9_\-._~+/=]*$")
 _MAX_HELD = 512
+_SHAPE_STARTS = ("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "ASIA",
+                 "Bearer ")
 _CREDENTIAL_WORDS = ("key", "token", "secret", "password")
 
 _lock = threading.Lock()
@@ -129,8 +131,12 @@ def _held_tail(text: str) -> int:
                 longest = size
                 break
     match = _WORD_TAIL.search(text[-_MAX_HELD:])
-    if match is not None:  # "Bearer " before the word belongs to the shape too
-        longest = max(longest, len(match.group()))
+    word = match.group() if match is not None else ""  # "Bearer " belongs to the shape too
+    for start in range(len(word)):
+        rest = word[start:]
+        if any(rest.startswith(p) or p.startswith(rest) for p in _SHAPE_STARTS):
+            longest = max(longest, len(rest))
+            break
     return min(longest, _MAX_HELD, len(text))
 
 
