@@ -218,10 +218,12 @@ runs/
 scratch/
 cache/
 explain/
+locks/
 *.bak
 *.tmp
 """
-_OLD_GITIGNORES = ("*\n", "*")  # what versions before 0.2 wrote: it hid config.toml too
+# What earlier versions wrote: "*" hid config.toml too; the next one lacked locks/.
+_OLD_GITIGNORES = ("*\n", "*", STATE_GITIGNORE.replace("locks/\n", ""))
 
 
 def ensure_state_dir(root: Path) -> Path:
