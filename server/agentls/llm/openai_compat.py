@@ -210,10 +210,16 @@ class OpenAICompatBackend:
             if tail:
                 yield ChatChunk("text", text=tail)
         except (openai.APIError, httpx2.HTTPError) as exc:
+            tail = redactor.flush()  # the partial text below is what was shown
+            if tail:
+                yield ChatChunk("text", text=tail)
             partial = assembler.response() if assembler.text or assembler.calls else None
             raise self._error(exc, partial=partial, mid_stream=partial is not None,
                               model=params["model"]) from exc
         except ValueError as exc:  # an event that is not JSON: a proxy's page, a broken server
+            tail = redactor.flush()
+            if tail:
+                yield ChatChunk("text", text=tail)
             partial = assembler.response() if assembler.text or assembler.calls else None
             raise BackendError(
                 "server_error",
