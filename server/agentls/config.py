@@ -36,6 +36,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
+from agentls import redaction
 from agentls.permission_policy import PermissionPolicy
 from agentls.sandbox_settings import SandboxSettings
 
@@ -518,7 +519,9 @@ def api_key(backend: BackendConfig, env: Mapping[str, str] | None = None) -> str
     """The backend's API key from the environment; never logged, never stored."""
     if not backend.api_key_env:
         return None
-    return (os.environ if env is None else env).get(backend.api_key_env) or None
+    key = (os.environ if env is None else env).get(backend.api_key_env) or None
+    redaction.add_secrets([key])  # from now on the key is hidden in every output
+    return key
 
 
 # --- writing ----------------------------------------------------------------------------------

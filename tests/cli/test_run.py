@@ -460,7 +460,7 @@ def test_a_key_in_any_named_variable_is_redacted(server: ReplayServer, env: dict
     done = run(prompt, project, env, "--json", "--artifacts")
     assert done.returncode == 0, done.stderr
     result = last_json(done.stdout)
-    assert result["text"] == "it is [redacted]"
+    assert result["text"] == "it is [REDACTED]"
     for path in Path(result["artifactsDir"]).iterdir():
         assert planted not in path.read_text()
 

@@ -16,9 +16,10 @@ WAIT_S = 30.0
 
 
 class RawClient:
-    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, root: Path, env: dict[str, str] | None = None,
+                 args: tuple[str, ...] = ()) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agentls", "serve"], cwd=root,
+            [sys.executable, "-m", "agentls", "serve", *args], cwd=root,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env={**os.environ, **(env or {})})
         self.root = root

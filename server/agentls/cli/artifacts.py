@@ -23,10 +23,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
+from agentls import redaction
 from agentls.engine.sessions import ensure_state_dir
+from agentls.redaction import MARKER as REDACTED
+from agentls.redaction import MIN_SECRET_LENGTH as MIN_SECRET_LENGTH
 
-REDACTED = "[redacted]"
-MIN_SECRET_LENGTH = 8  # shorter values would redact ordinary words
+__all__ = ["MIN_SECRET_LENGTH", "REDACTED", "ArtifactsError", "RunArtifacts"]
 
 
 class ArtifactsError(Exception):
@@ -55,7 +57,6 @@ class RunArtifacts:
 
     def __init__(self, directory: Path, secret_values: Iterable[str] = ()) -> None:
         self.directory = directory
-        self._secrets: list[str] = []
         self._transcript: IO[str] | None = None
         self.add_secrets(secret_values)
 
@@ -76,17 +77,10 @@ class RunArtifacts:
 
     def add_secrets(self, values: Iterable[str]) -> None:
         """More values to redact, learnt once the settings name the backends' keys."""
-        known = set(self._secrets)
-        for value in values:
-            if len(value) >= MIN_SECRET_LENGTH:
-                # Also as it reads inside JSON text, where `"`, `\` and controls are escaped.
-                known |= {value, json.dumps(value, ensure_ascii=False)[1:-1]}
-        self._secrets = sorted(known, key=len, reverse=True)
+        redaction.add_secrets(values)
 
     def redact(self, text: str) -> str:
-        for value in self._secrets:
-            text = text.replace(value, REDACTED)
-        return text
+        return redaction.redact(text)
 
     def _dumps(self, value: Any, *, indent: int | None = None) -> str:
         return self.redact(json.dumps(value, ensure_ascii=False, indent=indent, default=str))

@@ -11,6 +11,7 @@ MAX_ITERATIONS = 4
 USAGE = 64  # bad command-line arguments (argparse's own exits use 2 before we run)
 INVALID_JSON = 65  # `loop --completion json`: the output held no valid status object
 PROMPT_NOT_FOUND = 66
+SESSION_BUSY = 69  # another process runs the session (`--wait` queues behind it)
 ARTIFACTS_UNWRITABLE = 73  # run artifacts (or the session store) could not be written
 TIMEOUT = 75
 CONFIG_ERROR = 78  # the configuration is invalid: the message names the key or file

@@ -44,6 +44,7 @@ from agentls.cli.render import Renderer
 from agentls.cli.report import ErrorInfo, IterationReport, Report, StopReason
 from agentls.cli.runners import EngineRunner, ExternalRunner, Outcome, Runner
 from agentls.engine.events import Event
+from agentls.engine.session_lock import SessionBusy, SessionLock
 from agentls.engine.sessions import SessionInfo, SessionStore, title_from
 from agentls.llm.backend import HINTS
 
@@ -84,6 +85,9 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
                         help="workspace folder (default: the current directory)")
     parser.add_argument("--session", metavar="ID",
                         help="continue this session (see `agentls sessions`); default: a new one")
+    parser.add_argument("--wait", action=argparse.BooleanOptionalAction, default=False,
+                        help="when another process runs the session, wait for it (default: "
+                             "fail with 'session busy', exit 69)")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="only the assistant's text on stdout and errors on stderr")
     parser.add_argument("--json", action="store_true",
@@ -140,6 +144,7 @@ class Headless:
         self.secrets = _secret_values(os.environ)
         self.artifacts: RunArtifacts | None = None
         self.artifacts_failure: ArtifactsError | None = None
+        self.session_lock: SessionLock | None = None  # one run per session across processes
         self.interrupted = False
         self.prompt = ""
         self.iteration = 0
@@ -301,6 +306,12 @@ class Headless:
             raise Stopped("usage", f"no session {wanted!r} in this workspace ({self.root})",
                           "list them with `agentls sessions`, or leave out --session to "
                           "start a new one")
+        try:
+            self.session_lock = SessionLock.acquire(self.root, session.id, wait=self.args.wait,
+                                                    notify=self.renderer.progress)
+        except SessionBusy as exc:
+            raise Stopped("session-busy", str(exc), "wait for it to finish, or pass --wait "
+                          "to queue behind it") from None
         return session
 
     def _open_store(self) -> SessionStore:
@@ -504,6 +515,8 @@ class Headless:
                 self.renderer.error(error.message, error.hint)
 
     def _finish(self) -> int:
+        if self.session_lock is not None:
+            self.session_lock.release()
         self.report.duration_ms = max(1, round(1000 * (time.monotonic() - self.started)))
         if self.artifacts is not None:
             try:
@@ -541,6 +554,7 @@ def _secret_values(environ: Any) -> list[str]:
     never reach an artifact or the --json output."""
     return [value for name, value in environ.items()
             if any(marker in name.upper() for marker in SECRET_NAME_MARKERS)
+            and not name.upper().endswith("_ENV")  # names another variable, holds no key
             and len(value) >= MIN_SECRET_LENGTH]
 
 

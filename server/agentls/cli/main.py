@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from agentls import __version__
+from agentls import __version__, redaction
 from agentls.cli import exitcodes
 
 
@@ -157,6 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(_requested_command(arguments)).parse_args(arguments)
     workspace = (args.cwd or Path.cwd()).resolve()
+    redaction.install_log_filter()
     try:
         module_name = _command_module(args.command)
         if module_name is not None:

@@ -15,7 +15,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import TextIO
+from typing import TextIO, cast
 
 from rich.console import Console
 from rich.markup import escape
@@ -31,6 +31,7 @@ from agentls.engine.events import (
     ToolCallStarted,
     ToolResultEvent,
 )
+from agentls.redaction import RedactingWriter, redact
 from agentls.tools.changeset import FileDiff
 
 ARGUMENT_PREVIEW = 80
@@ -45,7 +46,8 @@ class Renderer:
         self.verbose = verbose  # also the details (which instruction files were loaded)
         self.json_mode = json_mode
         self.out = stdout or sys.stdout
-        self.err = Console(file=stderr or sys.stderr, highlight=False, soft_wrap=True)
+        err = cast(TextIO, RedactingWriter(stderr or sys.stderr))
+        self.err = Console(file=err, highlight=False, soft_wrap=True)
         self.tty = self.err.is_terminal
         self._spinner: Status | None = None
         self._text_pending_newline = False  # stdout's last character is not a newline
@@ -100,7 +102,7 @@ class Renderer:
         if self._out_gone:
             return
         try:
-            self.out.write(text)
+            self.out.write(redact(text))
             self.out.flush()
         except BrokenPipeError:
             self._out_gone = True
@@ -219,11 +221,11 @@ class Renderer:
             self.err.print(Text(f"session: {report.session_id}", style="dim"))
 
     def result_json(self, report: Report,
-                    redact: Callable[[str], str] | None = None) -> None:
+                    redact_with: Callable[[str], str] | None = None) -> None:
         """``--json``: the one thing printed on stdout."""
         text = json.dumps(report.to_dict(), ensure_ascii=False, indent=2)
-        if redact is not None:
-            text = redact(text)
+        if redact_with is not None:
+            text = redact_with(text)
         self._write_out(text + "\n")
 
     def close(self) -> None:

@@ -23,7 +23,7 @@ StopReason = Literal[
     # Beyond the list: the agent said it failed (json mode), the changes could not be
     # written, and the failures before any model call.
     "agent-error", "conflict", "write-failed", "artifacts-error", "prompt-not-found",
-    "config-error", "usage",
+    "config-error", "usage", "session-busy",
 ]
 Status = Literal["done", "incomplete", "failed", "interrupted"]
 
@@ -42,6 +42,7 @@ EXIT_CODES: dict[str, int] = {
     "timeout": exitcodes.TIMEOUT,
     "config-error": exitcodes.CONFIG_ERROR,
     "usage": exitcodes.USAGE,
+    "session-busy": exitcodes.SESSION_BUSY,
     "interrupted": exitcodes.INTERRUPTED,
 }
 

@@ -30,6 +30,7 @@ from agentls.engine.events import FileChangeInfo, Frontend
 from agentls.engine.sessions import SessionInfo, SessionStore
 from agentls.llm.messages import Usage
 from agentls.llm.pool import BackendPool
+from agentls.tools.apply_leftovers import clean_stale
 from agentls.tools.changeset import ApplyFailed, ChangeConflict, ChangeSet, FileDiff
 from agentls.tools.workspace import Workspace
 
@@ -98,6 +99,7 @@ class EngineRunner:
         self.pool = BackendPool(settings)
         self.agent = Agent(settings, _OneBackend(self.pool, settings.backend), store)
         self.workspace = Workspace([root])  # one ChangeSet for every iteration
+        clean_stale(root)  # files of an apply killed midway, by a process now dead
         self._run_id: str | None = None
         self._actions: list[int] = []
 

@@ -17,6 +17,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
+from agentls import redaction
+
 if TYPE_CHECKING:
     from agentls.lsp.server import AgentLanguageServer
 
@@ -64,6 +66,7 @@ def configure_logging(server: AgentLanguageServer, verbose: int, log_file: Path 
         root.addHandler(to_file)
     for name in _CHATTY:
         logging.getLogger(name).setLevel(logging.DEBUG if verbose >= 2 else logging.WARNING)
+    redaction.install_log_filter()
 
 
 def protocol_streams() -> tuple[BinaryIO, BinaryIO]:

@@ -36,6 +36,7 @@ from agentls.engine.history import (
     TRANSCRIPT_CHARS,
     TrimResult,
     apply_summary,
+    check_fits,
     compaction_request,
     compaction_split,
     needs_compaction,
@@ -366,6 +367,7 @@ class Agent:
             # Passing the previous trim keeps the start of the request put: prefix caches hit.
             trimmed = trim_for_budget(state.system, run.history, [], budget, self.estimator, key,
                                       tools=specs, previous=trimmed)
+            check_fits(trimmed, self._context_tokens(backend), backend.model)
             response, sent = await self._ask_model(run, backend, trimmed, specs, request,
                                                    frontend, key, state)
             if sent is not trimmed:  # refused as too long: what was accepted is the budget now

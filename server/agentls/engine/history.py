@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agentls.engine.tokens import CalibrationKey, TokenEstimator
+from agentls.llm.backend import BackendError
 from agentls.llm.messages import ChatRequest, Message, ToolSpec
 from agentls.tools.output import truncate_middle
 
@@ -73,6 +74,19 @@ class TrimResult:
     dropped_count: int
     cut_tool_results: int
     estimated_tokens: int
+
+
+def check_fits(trimmed: TrimResult, context_max_tokens: int, model: str) -> None:
+    """Refuse, before sending, a request that is over the model's whole context even after
+    trimming (a 5 MB prompt, a huge attachment): ``context_too_long`` with the numbers."""
+    if trimmed.estimated_tokens > context_max_tokens:
+        raise BackendError(
+            "context_too_long",
+            f"the request is about {trimmed.estimated_tokens:,} tokens (estimated), over the "
+            f"context of {context_max_tokens:,} tokens of model {model!r}; nothing was sent",
+            retryable=False,
+            hint="shorten the prompt or attach less (or raise context_max_tokens if the "
+                 "model has a larger context)")
 
 
 # --- trimming ---------------------------------------------------------------------------------

@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from agentls import redaction
 from agentls.llm.messages import Message, ToolCall, canonical_json
+from agentls.redaction import without_credential_keys as redact
 
 SessionMode = Literal["chat", "automation"]
 MessageKind = Literal["message", "summary", "actions"]
@@ -30,7 +32,6 @@ STATE_DIR = ".agentls"
 STATE_DB = "state.db"
 TITLE_MAX_CHARS = 60
 BUSY_TIMEOUT_MS = 5000
-_SENSITIVE_WORDS = ("key", "token", "secret", "password")
 
 
 class SessionNotFound(LookupError):
@@ -78,34 +79,10 @@ class StoredMessage:
 # --- secrets ----------------------------------------------------------------------------------
 
 
-def redact(value: Any) -> Any:
-    """A copy of ``value`` without mapping keys that name a credential (key, token, secret,
-    password; any case), at any depth. Numbers and booleans under such keys are kept: they are
-    counters like ``prompt_tokens``, never credentials."""
-    if isinstance(value, Mapping):
-        return {
-            k: redact(v)
-            for k, v in value.items()
-            if not (_is_sensitive(str(k)) and not _is_plain_number(v))
-        }
-    if isinstance(value, list | tuple):
-        return [redact(item) for item in value]
-    return value
-
-
-def _is_sensitive(key: str) -> bool:
-    lowered = key.lower()
-    return any(word in lowered for word in _SENSITIVE_WORDS)
-
-
-def _is_plain_number(value: Any) -> bool:
-    return isinstance(value, bool | int | float)
-
-
 def _metadata_json(metadata: Mapping[str, Any] | None) -> str | None:
     if not metadata:
         return None
-    return canonical_json(redact(metadata))
+    return canonical_json(redaction.redact_data(redact(metadata)))  # named keys, then values
 
 
 def _load_metadata(text: str | None) -> dict[str, Any]:
@@ -241,10 +218,12 @@ runs/
 scratch/
 cache/
 explain/
+locks/
 *.bak
 *.tmp
 """
-_OLD_GITIGNORES = ("*\n", "*")  # what versions before 0.2 wrote: it hid config.toml too
+# What earlier versions wrote: "*" hid config.toml too; the next one lacked locks/.
+_OLD_GITIGNORES = ("*\n", "*", STATE_GITIGNORE.replace("locks/\n", ""))
 
 
 def ensure_state_dir(root: Path) -> Path:
@@ -443,12 +422,14 @@ class SessionStore:
             message.name, kind, _metadata_json(metadata), time.time(),
             title_from(message.content) if message.role == "user" else None,
         )
+        # A key the model echoed, or a tool read from a file, is not kept.
+        clean = tuple(redaction.redact(v) if isinstance(v, str) else v for v in row)
         try:
-            return self._insert_message(row)
+            return self._insert_message(clean)
         except UnicodeEncodeError:
             # A lone surrogate (a model can emit "\ud800" in JSON) cannot be stored as UTF-8.
             return self._insert_message(
-                tuple(_valid_utf8(v) if isinstance(v, str) else v for v in row)
+                tuple(_valid_utf8(v) if isinstance(v, str) else v for v in clean)
             )
 
     def _insert_message(self, row: tuple[Any, ...]) -> int:

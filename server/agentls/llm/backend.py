@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from agentls.llm.messages import ChatChunk, ChatRequest, ChatResponse
+from agentls.redaction import redact
 
 ErrorKind = Literal[
     "rate_limit",
@@ -53,15 +54,18 @@ class BackendError(Exception):
         partial: ChatResponse | None = None,
         hint: str | None = None,
     ) -> None:
+        # A 401 body may quote the key: the message is redacted before anything can show it.
+        message = redact(message)
         super().__init__(message)
-        self._hint = hint  # a more precise hint than the kind's, when the cause is known
+        self._hint = redact(hint) if hint else hint  # more precise than the kind's, when known
         self.kind: ErrorKind = kind
         self.message = message
         self.status_code = status_code
         self.retryable = kind in RETRYABLE_KINDS if retryable is None else retryable
         self.retry_after = retry_after  # seconds the server asked us to wait, when it said
         self.backend = backend
-        self.partial = partial  # text received before a stream died mid-answer
+        # text received before a stream died mid-answer
+        self.partial = partial.redacted() if partial is not None else None
 
     @property
     def hint(self) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 import diskcache
 
 from agentls.llm.messages import ChatRequest, ChatResponse, canonical_json
+from agentls.redaction import redact_data
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +135,7 @@ class ResponseCache:
         """Store a complete answer; truncated or failed ones are not worth replaying."""
         if response.finish_reason not in ("stop", "tool_calls"):
             return
-        data = response.to_dict()
+        data = redact_data(response.to_dict())
         if not self._disk_failed:
             try:
                 self._disk.set(key, data, expire=self.ttl_s or None)

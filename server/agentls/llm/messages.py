@@ -9,8 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+from agentls.redaction import redact
 
 Role = Literal["system", "user", "assistant", "tool"]
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"]
@@ -175,6 +177,11 @@ class ChatResponse:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     cached: bool = False
+
+    def redacted(self) -> ChatResponse:
+        """This answer with every secret the model echoed replaced by the marker."""
+        return replace(self, text=redact(self.text), tool_calls=[
+            replace(c, arguments=redact(c.arguments)) for c in self.tool_calls])
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -33,6 +33,7 @@ from agentls.llm.messages import (
     Usage,
 )
 from agentls.llm.retry import RetryPolicy
+from agentls.redaction import StreamRedactor
 
 log = logging.getLogger(__name__)
 
@@ -195,20 +196,30 @@ class OpenAICompatBackend:
 
     async def _stream_once(self, params: dict[str, Any]) -> AsyncIterator[ChatChunk]:
         assembler = StreamAssembler()
+        redactor = StreamRedactor()
         try:
             stream = await self._client.chat.completions.create(
                 **params, stream=True, stream_options={"include_usage": True}
             )
             async with stream:
                 async for raw in stream:
-                    delta = assembler.feed(raw)
+                    delta = redactor.feed(assembler.feed(raw))
                     if delta:
                         yield ChatChunk("text", text=delta)
+            tail = redactor.flush()
+            if tail:
+                yield ChatChunk("text", text=tail)
         except (openai.APIError, httpx2.HTTPError) as exc:
+            tail = redactor.flush()  # the partial text below is what was shown
+            if tail:
+                yield ChatChunk("text", text=tail)
             partial = assembler.response() if assembler.text or assembler.calls else None
             raise self._error(exc, partial=partial, mid_stream=partial is not None,
                               model=params["model"]) from exc
         except ValueError as exc:  # an event that is not JSON: a proxy's page, a broken server
+            tail = redactor.flush()
+            if tail:
+                yield ChatChunk("text", text=tail)
             partial = assembler.response() if assembler.text or assembler.calls else None
             raise BackendError(
                 "server_error",
@@ -224,7 +235,7 @@ class OpenAICompatBackend:
                 backend=self.name,
                 partial=partial,
             )
-        response = assembler.response()
+        response = assembler.response().redacted()
         for call in response.tool_calls:
             yield ChatChunk("tool_call", tool_call=call)
         yield ChatChunk("done", response=response)
@@ -272,7 +283,7 @@ class OpenAICompatBackend:
             finish_reason=_FINISH_REASONS.get(choice.finish_reason or "stop", "stop"),
             usage=_usage(raw.usage) if raw.usage else Usage(),
             model=raw.model or params["model"],
-        )
+        ).redacted()
 
     async def embed(self, texts: list[str], *, on_retry: RetryCallback | None = None
                     ) -> list[list[float]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import logging
 import time
 from collections.abc import Callable, Coroutine, Generator, Mapping
@@ -40,6 +41,7 @@ from agentls.lsp.context import ServerContext
 from agentls.lsp.handlers import logged as logged  # re-exported for older imports
 from agentls.lsp.handlers import refused_error as refused_error
 from agentls.lsp.runs import RunManager, Turn, TurnRefused, TurnRequest
+from agentls.redaction import redact_data
 
 if TYPE_CHECKING:
     from agentls.config import Settings
@@ -60,6 +62,15 @@ class AgentProtocol(LanguageServerProtocol):
     ) -> Generator[Any, Any, lsp.InitializeResult]:
         _prefer_utf8(params.capabilities)
         return (yield from super().lsp_initialize(params))
+
+    def _send_data(self, data: Any) -> None:
+        # Every notification, question and error leaves through here with its secrets
+        # redacted; edits (workspace/applyEdit, results) carry the agent's changes unaltered.
+        method = getattr(data, "method", None)
+        outgoing = method is not None and method != lsp.WORKSPACE_APPLY_EDIT
+        if outgoing or getattr(data, "error", None) is not None:
+            data = redact_data(json.loads(json.dumps(data, default=self._serialize_message)))
+        super()._send_data(data)
 
 
 def _prefer_utf8(capabilities: lsp.ClientCapabilities) -> None:

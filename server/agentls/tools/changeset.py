@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from agentls.tools.apply_leftovers import hide_from_git, leftover_name
+
 ChangeKind = Literal["create", "update", "delete", "rename"]
 
 # Lone surrogates stand for undecodable bytes, so any file round-trips byte for byte.
@@ -546,6 +548,8 @@ class _DiskWriter:
             elif change.old_path is not None:
                 removals.append(change.old_path)
         check_writable([p for p, _, _ in writes], removals)
+        if writes or removals:
+            hide_from_git((writes[0][0] if writes else removals[0]).parent)
         current = writes[0][0] if writes else (removals[0] if removals else Path())
         try:
             staged: list[tuple[Path, Path]] = []
@@ -655,8 +659,7 @@ def check_writable(writes: list[Path], removals: list[Path]) -> None:
 
 
 def _sibling(path: Path, what: str) -> Path:
-    # Same directory, so os.replace stays a rename on one filesystem.
-    return path.with_name(f".{path.name[:180]}.{secrets.token_hex(4)}.agentls-{what}")
+    return leftover_name(path, what, secrets.token_hex(4))
 
 
 def _file_mode(path: Path) -> int | None:

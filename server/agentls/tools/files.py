@@ -247,6 +247,8 @@ def apply_patch(ws: Workspace, params: ApplyPatchParams) -> dict[str, Any]:
             if change.new_path is not None:
                 target = resolve(change.new_path)
                 ws.stage_write(wp, change.new_text)
+                if target.abs != wp.abs and ws.exists(target) and not ws.is_dir(target):
+                    ws.stage_delete(target)  # as in codex, a move overwrites its destination
                 ws.stage_rename(wp, target)
                 summary.append({"path": target.display, "action": f"moved from {wp.display}"})
             else:

@@ -1,20 +1,21 @@
-"""The Codex apply_patch scenarios (../shared/peer/codex-apply-patch), run against patch.py.
-
-Each case copies input/ to a temporary folder, parses and plans patch.txt against it, writes
-the planned changes with a small writer local to this test, and compares the whole tree with
-expected/ byte for byte. Git cannot store empty directories, so only files are compared.
+"""The Codex apply_patch scenarios (../shared/peer/codex-apply-patch), run through the code
+users run: the apply_patch tool on a real Workspace, its ChangeSet, and the atomic
+``apply_to_disk``. Each case copies input/ to a temporary folder, applies patch.txt, and
+compares the whole tree with expected/ byte for byte. Git cannot store empty directories, so
+only files are compared.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from agentls.tools.patch import FileChange, PatchError, parse_patch, plan_patch
+from agentls.tools.changeset import ChangeSetError
+from agentls.tools.files import ApplyPatchParams, apply_patch
+from agentls.tools.workspace import FenceError, Workspace
 
 # Ours is atomic: where the reference keeps what succeeded before a failure, we change nothing.
 ATOMIC_CASES = {"015_failure_after_partial_success_leaves_changes"}
@@ -24,7 +25,11 @@ def _cases_dir() -> Path:
     shared = os.environ.get("AGENTLS_SHARED_DIR")
     if shared:
         return Path(shared) / "peer" / "codex-apply-patch"
-    return Path(__file__).resolve().parents[3] / ".." / "shared" / "peer" / "codex-apply-patch"
+    repo = Path(__file__).resolve().parents[3]
+    for shared in (repo.parent / "shared", repo.parent.parent / "shared"):  # main, worktrees
+        if (shared / "peer" / "codex-apply-patch").is_dir():
+            return shared / "peer" / "codex-apply-patch"
+    return repo.parent / "shared" / "peer" / "codex-apply-patch"
 
 
 CASES_DIR = _cases_dir()
@@ -41,26 +46,17 @@ def _tree(root: Path) -> dict[str, bytes]:
     }
 
 
-def _reader(root: Path) -> Callable[[str], str | None]:
-    def read(path: str) -> str | None:
-        target = root / path
-        return target.read_bytes().decode("utf-8") if target.is_file() else None
-
-    return read
-
-
-def _write(root: Path, changes: list[FileChange]) -> None:
-    for change in changes:
-        source = root / change.path
-        if change.kind == "delete":
-            source.unlink()
-            continue
-        assert change.new_text is not None
-        target = root / (change.new_path or change.path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(change.new_text.encode("utf-8"))
-        if change.new_path is not None:
-            source.unlink()
+def apply_through_the_tool(root: Path, patch_text: str) -> str | None:
+    """Apply with the real tool and write the ChangeSet to disk; the refusal, if any."""
+    workspace = Workspace([root])
+    try:
+        result = apply_patch(workspace, ApplyPatchParams(patch=patch_text))
+    except (FenceError, ChangeSetError) as exc:
+        return str(exc)
+    if not result["ok"]:
+        return str(result["message"])
+    workspace.changeset.apply_to_disk()
+    return None
 
 
 @pytest.mark.skipif(not CASES, reason=f"codex-apply-patch cases not found at {CASES_DIR}")
@@ -69,25 +65,18 @@ def test_codex_scenario(case: str, tmp_path: Path) -> None:
     case_dir = CASES_DIR / case
     work = tmp_path / "tree"
     if (case_dir / "input").is_dir():
-        shutil.copytree(case_dir / "input", work)
+        shutil.copytree(case_dir / "input", work, copy_function=shutil.copyfile)  # writable
     else:
         work.mkdir()
     before = _tree(work)
     expected = before if case in ATOMIC_CASES else _tree(case_dir / "expected")
     patch_text = (case_dir / "patch.txt").read_bytes().decode("utf-8")
 
-    try:
-        changes = plan_patch(parse_patch(patch_text), _reader(work))
-    except PatchError as error:
-        failure: PatchError | None = error
-    else:
-        failure = None
-        _write(work, changes)
+    failure = apply_through_the_tool(work, patch_text)
 
     assert _tree(work) == expected
     # In this suite a patch that leaves the tree as it was is one that must be refused.
     if expected == before:
-        assert failure is not None, "the patch should have been refused"
-        assert str(failure)
+        assert failure, "the patch should have been refused"
     else:
-        assert failure is None, str(failure)
+        assert failure is None, failure
