@@ -7,6 +7,7 @@ gathered from, and reused only while it still matches:
 - per root: the text of ``.git/HEAD`` and the size and mtime of the branch it names (or of
   ``packed-refs``), of ``.git/index``, of ``.gitignore``, ``.git/info/exclude`` and each
   key file (pyproject.toml, package.json, ...);
+- the workspace's deny list (it decides what the listing shows);
 - the mtime of every folder the tree listing looked into, taken before it was listed (a
   file added, removed or renamed there changes it).
 
@@ -45,7 +46,7 @@ from agentls.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
 STORE = Path(".agentls") / "cache" / "facts.json"
 
 
@@ -101,9 +102,10 @@ def save(ws: Workspace, facts: ProjectFacts) -> bool:
     return True
 
 
-def fingerprint(ws: Workspace) -> list[dict[str, Any]]:
-    """What the facts of each root were gathered from, besides the folders listed."""
-    return [_root_fingerprint(root) for root in ws.roots]
+def fingerprint(ws: Workspace) -> dict[str, Any]:
+    """What the facts of each root were gathered from, besides the folders listed: the deny
+    list too, since it decides what the tree shows."""
+    return {"deny": list(ws.deny), "roots": [_root_fingerprint(root) for root in ws.roots]}
 
 
 def _root_fingerprint(root: Path) -> dict[str, Any]:

@@ -75,6 +75,11 @@ async def test_a_commit_or_an_edited_key_file_makes_them_stale(project: Path) ->
     assert facts_store.load(Workspace([project])) is None
 
 
+async def test_another_deny_list_makes_them_stale(project: Path) -> None:
+    await stored(project)
+    assert facts_store.load(Workspace([project], deny=("*.toml",))) is None
+
+
 async def test_a_damaged_store_is_ignored(project: Path) -> None:
     await stored(project)
     facts_store.store_path(Workspace([project])).write_text("{not json")
