@@ -3,8 +3,8 @@
 Every figure is a real subprocess, timed against a floor measured in the same run and
 interleaved with it, so a busy machine slows both alike:
 
-- `--version`, `--help`, `config path`, `config get backend`: spawn to exit, minus
-  ``python -c pass``. Goal: <= 150 ms over it.
+- `--version`, `--help`, `config path`, `config get backend`, `config list --json`: spawn to
+  exit, minus ``python -c pass``. Goal: <= 150 ms over it.
 - The import of ``agentls.cli.main`` (what every command pays), minus ``python -c pass``.
 - `agentls run` spawn to the first request at the scripted model server, on a 20,000-file
   git repository, minus ``python -c "import agentls"``. Goal: <= 300 ms over it.
@@ -66,7 +66,8 @@ def _start_up_figures(home: Path) -> list[Figure]:
     value, floor = _over_floor([sys.executable, "-c", "import agentls.cli.main"], FLOOR, env)
     figures.append(Figure("import agentls.cli.main (python -c pass as baseline)", value, "ms",
                           floor))
-    for words in (["--version"], ["--help"], ["config", "path"], ["config", "get", "backend"]):
+    for words in (["--version"], ["--help"], ["config", "path"], ["config", "get", "backend"],
+                  ["config", "list", "--json"]):
         value, floor = _over_floor([*AGENTLS, *words], FLOOR, env)
         over = value - floor
         figures.append(Figure(

@@ -10,7 +10,9 @@ subprocesses driven over stdio by the same pygls LanguageClient, interleaved.
   event, the scripted model answering at once, minus the scripted model's own time to first
   token for the same request body (a bare openai client, interleaved). Goal: <= 50 ms.
   And the first chat of a fresh server once its background gathering of the project facts
-  (after ``initialized``) is done. Goal: <= 150 ms over the model's time to first token.
+  (after ``initialized``) is done, and the first chat of a restarted server sent as soon as
+  ``initialize`` is answered (the facts stored by the last server reused). Goal for both:
+  <= 150 ms over the model's time to first token.
 """
 
 from __future__ import annotations
@@ -264,6 +266,8 @@ async def _chat_figures(folder: Path) -> list[Figure]:
 
             first_chat, session = await chat(None)  # loads the engine, gathers project facts
             settled = await _first_chat_once_settled(root, options)
+            # A restart: the facts stored by the last server, its session store on disk.
+            at_once = await _first_chat_once_settled(root, options, wait=False)
             for _ in range(3):
                 await chat(session)
                 await model_ttft()
@@ -277,6 +281,11 @@ async def _chat_figures(folder: Path) -> list[Figure]:
                 "(the facts gathered in the background after initialized): first text event "
                 f"minus the model's own time to first token ({ttft:.1f} ms)",
                 settled * 1000 - ttft, "ms", None, "<= 150 ms", settled * 1000 - ttft <= 150))
+            figures.append(Figure(
+                f"chat on {WORKSPACE_FILES:,} files, first chat right after a restart (sent "
+                "as soon as initialize is answered; facts stored by the last server): first "
+                f"text event minus the model's own time to first token ({ttft:.1f} ms)",
+                at_once * 1000 - ttft, "ms", None, "<= 150 ms", at_once * 1000 - ttft <= 150))
             for label, new_session in (("new session (facts of the last minute reused)", True),
                                        ("follow-up turn", False)):
                 mine, base = [], []
@@ -295,10 +304,12 @@ async def _chat_figures(folder: Path) -> list[Figure]:
             await stop(client)
 
 
-async def _first_chat_once_settled(root: Path, options: dict[str, Any]) -> float:
+async def _first_chat_once_settled(root: Path, options: dict[str, Any], *, wait: bool = True
+                                   ) -> float:
     """A new server on the same workspace: wait for its background gathering of the project
     facts (its log line), as a person opening the editor would take a moment, then time
-    its first chat to the first text event."""
+    its first chat to the first text event. Without ``wait``, the chat is sent as soon as
+    ``initialize`` is answered."""
     first_text = _FirstText()
     gathered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -313,7 +324,8 @@ async def _first_chat_once_settled(root: Path, options: dict[str, Any]) -> float
     client, _ = await start(OURS, root, options, {
         "agentls/chatEvent": chat_event, "window/logMessage": log_message})
     try:
-        await asyncio.wait_for(gathered, timeout=120)
+        if wait:
+            await asyncio.wait_for(gathered, timeout=120)
         arrived = first_text.arm()
         started = time.perf_counter()
         await client.protocol.send_request_async("agentls/chat", {"prompt": "hello"})

@@ -44,6 +44,14 @@ def test_help_and_version_import_nothing_heavy(argv: list[str]) -> None:
     assert imported_after("from agentls.cli.main import main; main()", *argv) == set()
 
 
+@pytest.mark.parametrize("action", [["path"], ["reset"]])
+def test_config_path_and_reset_import_nothing_heavy(action: list[str], tmp_path: object) -> None:
+    """They only touch files (config_files): no pydantic, no settings models."""
+    code = (f"import os; os.environ['XDG_CONFIG_HOME'] = {str(tmp_path)!r}\n"
+            "from agentls.cli.main import main; main()")
+    assert imported_after(code, "config", *action) == set()
+
+
 def test_version_answers_without_importing_the_commands() -> None:
     done = subprocess.run([sys.executable, "-m", "agentls", "--version"], capture_output=True,
                           text=True, check=False, timeout=60)

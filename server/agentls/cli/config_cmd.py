@@ -6,10 +6,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentls import config
+from agentls import config_files
 from agentls.cli import exitcodes
+
+if TYPE_CHECKING:
+    from agentls import config
 
 
 def _show(value: Any) -> str:
@@ -21,34 +24,37 @@ def _show(value: Any) -> str:
 
 
 def _effective(loaded: config.LoadedSettings) -> dict[str, Any]:
-    return config.flatten(loaded.settings.model_dump(mode="json"))
+    return config_files.flatten(loaded.settings.model_dump(mode="json"))
 
 
 def run_config(args: argparse.Namespace, workspace: Path) -> int:
     try:
         return _run(args, workspace)
-    except config.ConfigError as exc:
+    except config_files.ConfigError as exc:
         print(f"agentls config: {exc}", file=sys.stderr)
         return exitcodes.CONFIG_ERROR
 
 
 def _run(args: argparse.Namespace, workspace: Path) -> int:
+    # `path` and `reset` touch files only: they never import pydantic (config_files).
     target = (
-        config.workspace_config_file(workspace)
+        config_files.workspace_config_file(workspace)
         if getattr(args, "workspace", False)
-        else config.user_config_file()
+        else config_files.user_config_file()
     )
     if args.action == "path":
-        print(f"user:      {config.user_config_file()}")
-        print(f"workspace: {config.workspace_config_file(workspace)}")
+        print(f"user:      {config_files.user_config_file()}")
+        print(f"workspace: {config_files.workspace_config_file(workspace)}")
         return exitcodes.OK
     if args.action == "reset":
-        backup = config.reset(target)
+        backup = config_files.reset(target)
         if backup is None:
             print(f"{target} does not exist; the defaults already apply")
         else:
             print(f"moved {target} to {backup}; the defaults apply now")
         return exitcodes.OK
+    from agentls import config
+
     if args.action == "set":
         config.parse_value(args.key, args.value)  # bad keys and values touch no file
         if args.workspace:

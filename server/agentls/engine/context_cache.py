@@ -4,19 +4,24 @@ Gathering them walks the tree and runs git: most of a new session's start on a b
 repository. The cache keeps the last gathering per set of roots for ``max_age_s``, and
 joins a gathering already under way instead of starting a second one, so an editor can
 gather in the background right after start-up (and again when files change) and the first
-chat finds them ready or nearly so.
+chat finds them ready or nearly so. The first gathering of a process reuses the facts
+stored by an earlier one when nothing they came from has changed (``facts_store``), and
+every gathering stores what it found for the next.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import time
 from pathlib import Path
 from typing import Any
 
-from agentls.engine import context
+from agentls.engine import context, facts_store
 from agentls.tools.workspace import Workspace
+
+log = logging.getLogger(__name__)
 
 FACTS_MAX_AGE_S = 60.0
 
@@ -28,6 +33,7 @@ class ProjectContextCache:
         self.max_age_s = max_age_s
         self._kept: dict[tuple[Path, ...], tuple[float, ProjectContext]] = {}
         self._gathering: dict[tuple[Path, ...], asyncio.Future[ProjectContext]] = {}
+        self._saving: set[asyncio.Future[bool]] = set()
 
     async def get(self, workspace: Workspace) -> ProjectContext:
         """The facts of the last ``max_age_s``, or gathered now."""
@@ -65,8 +71,26 @@ class ProjectContextCache:
             done.exception()  # marked retrieved: its awaiters have it, and there may be none
 
     async def _gather(self, workspace: Workspace) -> ProjectContext:
-        facts, instructions = await asyncio.gather(
-            context.build_project_facts(workspace),
-            asyncio.to_thread(context.load_instructions, workspace))
+        stored = None
+        # First in this process: the stored ones, if there is a store (one stat, no thread).
+        if workspace.roots not in self._kept and facts_store.store_path(workspace).is_file():
+            stored = await asyncio.to_thread(facts_store.load, workspace)
+        if stored is not None:
+            facts = stored
+            instructions = await asyncio.to_thread(context.load_instructions, workspace)
+        else:
+            facts, instructions = await asyncio.gather(
+                context.build_project_facts(workspace),
+                asyncio.to_thread(context.load_instructions, workspace))
         self._kept[workspace.roots] = (time.monotonic(), (facts, instructions))
+        if stored is None:
+            # Stored for the next process while the facts are used: nobody waits on it.
+            saving = asyncio.ensure_future(asyncio.to_thread(facts_store.save, workspace, facts))
+            self._saving.add(saving)
+            saving.add_done_callback(self._saved)
         return facts, instructions
+
+    def _saved(self, done: asyncio.Future[bool]) -> None:
+        self._saving.discard(done)
+        if not done.cancelled() and done.exception() is not None:
+            log.error("project facts not stored", exc_info=done.exception())

@@ -47,6 +47,9 @@ class TreeListing:
     lines: tuple[str, ...]  # indented two spaces per level; folders end with "/"
     more: int  # entries counted but not listed
     more_is_lower_bound: bool = False  # the scan stopped before counting them all
+    # Each folder listed, with its mtime (ns) taken before listing it: what facts_store
+    # compares to reuse the listing after a restart. Not part of the listing itself.
+    folders: tuple[tuple[str, int], ...] = field(default=(), compare=False, repr=False)
 
     def render(self) -> str:
         lines = list(self.lines) or ["(empty)"]
@@ -190,9 +193,12 @@ def _tree(ws: Workspace, root: Path) -> TreeListing:
     level: list[tuple[Path, _Node | None]] = [(root, top)]
     listed = counted = 0
     budget = [TREE_SCAN_LIMIT]
+    folders: list[tuple[str, int]] = []
     for depth in range(1, TREE_DEPTH + 1):
         deeper: list[tuple[Path, _Node | None]] = []
         for folder, node in level:
+            if budget[0] > 0:
+                folders.append((str(folder), folder_mtime(folder)))
             for name, is_dir, descend in _visible_entries(ws, folder, budget):
                 counted += 1
                 child = None
@@ -203,7 +209,17 @@ def _tree(ws: Workspace, root: Path) -> TreeListing:
                 if descend and depth < TREE_DEPTH:
                     deeper.append((folder / name, child))
         level = deeper
-    return TreeListing(tuple(_tree_lines(top, 0)), counted - listed, budget[0] <= 0)
+    return TreeListing(tuple(_tree_lines(top, 0)), counted - listed, budget[0] <= 0,
+                       tuple(folders))
+
+
+def folder_mtime(folder: Path) -> int:
+    """A folder's mtime in ns (changes when an entry is added, removed or renamed); -1 when
+    it cannot be read."""
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
+        return -1
 
 
 def _visible_entries(

@@ -254,6 +254,25 @@ class AgentLanguageServer(ServerContext):
         await contexts.refresh(self.new_workspace())
         log.info("project facts gathered in the background (%.0f ms)",
                  (time.perf_counter() - started) * 1000)
+        await self._prepare_engine()
+
+    async def _prepare_engine(self) -> None:
+        """Where an earlier run left a session store, open it and build the model client now
+        (the SSL context, the HTTP pool), so the first chat does not wait for them. Opening a
+        store that exists creates nothing in the workspace; a workspace without one gets it on
+        the first request, as before. No connection is opened before a request."""
+        root = self.root
+        if root is None or not (root / ".agentls" / "state.db").is_file():
+            return
+        started = time.perf_counter()
+        try:
+            host = await self.engine()
+            await asyncio.to_thread(host.pool.get)
+        except Exception as exc:  # the first chat reports it to the person, with what to do
+            log.warning("the engine was not prepared ahead of the first chat: %s", exc)
+            return
+        log.info("engine prepared in the background (%.0f ms)",
+                 (time.perf_counter() - started) * 1000)
 
     def files_changed(self, uris: list[str]) -> None:
         """Files were saved, created or deleted: tell the features listening (the search

@@ -1,0 +1,157 @@
+"""Config files: where they live, reading and writing them, and the dotted-key helpers.
+
+Nothing here imports pydantic, so `agentls config path` and `config reset` start at once;
+validation lives in ``agentls.config`` (the settings models in ``agentls.config_models``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+APP_NAME = "agentls"
+WORKSPACE_DIR = ".agentls"
+
+
+class ConfigError(Exception):
+    """A configuration problem, worded for the person who has to fix it."""
+
+
+def user_config_file() -> Path:
+    return platformdirs.user_config_path(APP_NAME) / "config.toml"
+
+
+def workspace_config_file(workspace: Path) -> Path:
+    return workspace / WORKSPACE_DIR / "config.toml"
+
+
+def user_cache_dir() -> Path:
+    return platformdirs.user_cache_path(APP_NAME)
+
+
+@dataclass
+class Layer:
+    name: str  # shown by `config list`: default, user, workspace, env, client, flags
+    data: dict[str, Any]
+
+
+def _reset_command(path: Path) -> str:
+    # A workspace file lives in .agentls/; `config reset` alone would reset the user file.
+    workspace = path.parent.name == WORKSPACE_DIR
+    return "agentls config reset --workspace" if workspace else "agentls config reset"
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """A TOML config file as a dict; missing means empty; unparseable is a ``ConfigError``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = re.search(r"at line (\d+)", str(exc))
+        line = int(found.group(1)) if found else max(1, len(text.splitlines()))
+        reason = re.sub(r" \(at (line \d+, column \d+|end of document)\)", "", str(exc))
+        raise ConfigError(
+            f"config file {path}, line {line}: not valid TOML ({reason}).\n"
+            f"Fix that line, or run `{_reset_command(path)}` to start again from defaults "
+            f"(the old file is kept as {path.name}.bak)."
+        ) from None
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    node = data
+    *parents, leaf = key.split(".")
+    for part in parents:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = node[part] = {}
+        node = child
+    node[leaf] = value
+
+
+def get_dotted(data: Mapping[str, Any], key: str) -> Any:
+    node: Any = data
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise KeyError(key)
+        node = node[part]
+    return node
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping) and value:
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+
+def write_config_file(path: Path, data: Mapping[str, Any]) -> None:
+    """Write atomically: a crash leaves the old file or the new one, never half of one."""
+    import tempfile
+
+    import tomli_w
+
+    text = tomli_w.dumps(_without_none(data))
+    tmp: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # A temporary name of its own, so two `config set` at once never share one.
+        handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise ConfigError(f"cannot write config file {path}: {exc.strerror or exc}; check "
+                          "that its folder is writable") from None
+
+
+def _without_none(data: Mapping[str, Any]) -> dict[str, Any]:
+    # TOML has no null: an unset optional (api_key_env = none) is stored as an empty string.
+    return {
+        k: _without_none(v) if isinstance(v, Mapping) else ("" if v is None else v)
+        for k, v in data.items()
+    }
+
+
+def reset(path: Path) -> Path | None:
+    """Move the config file aside (``config.toml.bak``); defaults apply again."""
+    if not path.exists():
+        return None
+    backup = path.with_name(path.name + ".bak")
+    try:
+        os.replace(path, backup)
+    except OSError as exc:
+        raise ConfigError(f"cannot move {path} to {backup}: {exc.strerror or exc}; check that "
+                          "its folder is writable, or delete the file yourself") from None
+    return backup

@@ -1,0 +1,178 @@
+"""The settings models: every key, its default and what values it accepts (pydantic).
+
+Where values come from and how they merge is ``agentls.config``; the key index used by
+`config get/set` is ``agentls.config_keys``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from agentls.permission_policy import PermissionPolicy
+from agentls.sandbox_settings import SandboxSettings
+
+
+class BackendConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["openai", "codex", "copilot", "claude"] = Field(
+        "openai",
+        description="Protocol: `openai` = any OpenAI-compatible chat-completions server "
+        "(OpenAI, Ollama, vLLM, llama.cpp server, LM Studio); `codex`, `copilot`, `claude` = "
+        "run that installed agent CLI (OpenAI Codex CLI, GitHub Copilot CLI, Claude Code), "
+        "which edits files itself: base_url, api_key_env and the sampling keys are ignored, "
+        "and model is passed to the CLI only when set explicitly.",
+        examples=["codex"],
+    )
+    base_url: str = Field(
+        "https://api.openai.com/v1",
+        description="Base URL of the API, ending in /v1.",
+        examples=["http://localhost:11434/v1"],
+    )
+    model: str = Field("gpt-4o-mini", description="Model name sent with each request.",
+                       examples=["gpt-4o-mini"])
+    # No default key: a backend you add must name its own variable, so your OpenAI key is
+    # never sent to some other host by accident. The built-in `openai` backend names it.
+    api_key_env: str | None = Field(
+        None,
+        description="Name of the environment variable holding the API key (the built-in "
+        "`openai` backend: OPENAI_API_KEY); `none` when the server needs no key. The key "
+        "itself is never stored in a config file.",
+        examples=["OPENAI_API_KEY"],
+    )
+    context_max_tokens: int = Field(128_000, gt=0, description="Context window of the model.",
+                                    examples=[32768])
+    max_tokens: int = Field(4096, gt=0, description="Most tokens the model may answer with.",
+                            examples=[4096])
+    temperature: float = Field(0.2, ge=0, le=2, description="Sampling temperature, 0 to 2.",
+                               examples=[0.2])
+    timeout: float = Field(120.0, gt=0, description="Seconds to wait for the server per request.",
+                           examples=[120])
+
+    @field_validator("api_key_env", mode="before")
+    @classmethod
+    def _no_key_variable(cls, value: Any) -> Any:
+        # TOML has no null: `config set ... none` is stored as "", and people write "none".
+        if isinstance(value, str) and value.strip().lower() in ("", "none", "null"):
+            return None
+        return value
+
+
+class CacheConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(True, description="Serve identical requests from the response cache.",
+                          examples=["false"])
+    ttl_s: int = Field(7 * 24 * 3600, ge=0, description="Seconds an answer stays cached; 0 = "
+                       "forever.", examples=[86400])
+    max_mb: int = Field(256, gt=0, description="Size limit of the on-disk cache in MiB.",
+                        examples=[256])
+    # A replayed agent turn repeats tool calls decided on a workspace that may have changed.
+    agent_runs: bool = Field(False, description="Also answer agent runs (requests offering "
+                             "tools) from the cache; off by default, so a run always asks "
+                             "the model.", examples=["true"])
+
+
+class RetryConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_retries: int = Field(3, ge=0, le=10, description="Retries after a rate limit, server "
+                             "error, timeout or dropped connection.", examples=[3])
+    base_delay_s: float = Field(1.0, gt=0, description="First backoff delay; doubles per retry.",
+                                examples=[1.0])
+    max_delay_s: float = Field(30.0, gt=0, description="Longest wait before a retry; a server "
+                               "asking for longer is reported instead.", examples=[30])
+
+
+class CompactionConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_messages: int = Field(120, ge=10, description="Messages a session may hold before its "
+                              "older part is summarised by the model.", examples=[120])
+
+
+class IndexConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    embeddings: Literal["auto", "none", "static", "local", "openai"] = Field(
+        "auto", description="Vectors of the search index: `static` = model2vec distilled from "
+        "the bundled all-MiniLM-L6-v2 (fast), `local` = all-MiniLM-L6-v2 itself (slow on a "
+        "CPU), both offline and needing `agentls[local]`; `openai` = an OpenAI-compatible "
+        "/v1/embeddings endpoint (index.embedding_*); `none` = keywords (BM25) only; `auto` = "
+        "static when agentls[local] is installed, else none.", examples=["none"])
+    embedding_base_url: str = Field("http://localhost:11434/v1", description="Base URL of "
+                                    "the /v1/embeddings endpoint (embeddings = openai).",
+                                    examples=["https://api.openai.com/v1"])
+    embedding_model: str = Field("nomic-embed-text", description="Embedding model name sent "
+                                 "to that endpoint.", examples=["text-embedding-3-small"])
+    embedding_api_key_env: str | None = Field(
+        None, description="Environment variable holding that endpoint's key; none for none.",
+        examples=["OPENAI_API_KEY"])
+    max_file_kb: int = Field(512, gt=0, description="Larger files are not indexed.",
+                             examples=[512])
+
+    @field_validator("embedding_api_key_env", mode="before")
+    @classmethod
+    def _no_key_variable(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("", "none", "null"):
+            return None
+        return value
+
+
+def default_backends() -> dict[str, BackendConfig]:
+    return {
+        "openai": BackendConfig(api_key_env="OPENAI_API_KEY"),
+        "ollama": BackendConfig(base_url="http://localhost:11434/v1", model="qwen2.5-coder",
+                                api_key_env=None, context_max_tokens=32_768),
+        "vllm": BackendConfig(base_url="http://localhost:8000/v1", model="Qwen/Qwen2.5-Coder-7B",
+                              api_key_env=None, context_max_tokens=32_768),
+        "llamacpp": BackendConfig(base_url="http://localhost:8080/v1", model="default",
+                                  api_key_env=None, context_max_tokens=8_192),
+    }
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: str = Field("openai", description="Name of the backend to use (a key of "
+                         "`backends`).", examples=["ollama"])
+    backends: dict[str, BackendConfig] = Field(
+        default_factory=default_backends,
+        description="Configured model servers, by name; add your own as backends.<name>.*",
+    )
+    max_iterations: int = Field(25, gt=0, description="Most model turns in one run.",
+                                examples=[25])
+    timeout_ms: int = Field(600_000, gt=0, description="Time limit of one run, in milliseconds.",
+                            examples=[120000])
+    completion_mode: Literal["marker", "json"] = Field(
+        "marker", description="How `agentls loop` knows a task is done: a final `DONE` line "
+        "(marker) or a JSON status object (json).", examples=["json"])
+    tool_timeout_s: float = Field(60.0, gt=0, description="Seconds one tool call may take "
+                                  "(shell_exec: at least its own timeout).", examples=[60])
+    no_progress_limit: int = Field(3, gt=0, description="Identical outputs in a row before a "
+                                   "loop stops for lack of progress.", examples=[3])
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    index: IndexConfig = Field(default_factory=IndexConfig)
+    permissions: PermissionPolicy = Field(
+        default_factory=PermissionPolicy,
+        description="What tools may do without asking (DESIGN.md decision 3).",
+    )
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+
+    @model_validator(mode="after")
+    def _backend_exists(self) -> Settings:
+        if self.backend not in self.backends:
+            names = ", ".join(sorted(self.backends))
+            raise ValueError(
+                f"backend {self.backend!r} is not configured (configured: {names}); add it "
+                f"with `agentls config set backends.{self.backend}.base_url URL` or pick a "
+                "configured one")
+        return self
+
+    @property
+    def active_backend(self) -> BackendConfig:
+        return self.backends[self.backend]
