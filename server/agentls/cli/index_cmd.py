@@ -9,9 +9,12 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentls.cli import exitcodes
+
+if TYPE_CHECKING:
+    from agentls.tools.semantic.service import WorkspaceSearch
 
 
 def add_parser(commands: Any) -> None:
@@ -30,7 +33,9 @@ def _size(n: int) -> str:
     return f"{n / 1024 / 1024:.1f} MiB" if n >= 1024 * 1024 else f"{n / 1024:.0f} KiB"
 
 
-def run(args: argparse.Namespace, workspace: Path) -> int:
+def open_index(command: str, workspace: Path) -> WorkspaceSearch | int:
+    """The workspace's index for `agentls index` / `agentls search`, or the exit code after
+    saying why it cannot be opened (a bad config, an unwritable index)."""
     from agentls import config
     from agentls.engine.search_index import open_search
     from agentls.tools.semantic.store import IndexStoreError
@@ -39,13 +44,19 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
     try:
         settings = config.load(workspace).settings
     except config.ConfigError as exc:
-        print(f"agentls index: {exc}", file=sys.stderr)
+        print(f"agentls {command}: {exc}", file=sys.stderr)
         return exitcodes.CONFIG_ERROR
     try:
-        search = open_search(Workspace([workspace]), settings)
+        return open_search(Workspace([workspace]), settings)
     except IndexStoreError as exc:
-        print(f"agentls index: {exc}", file=sys.stderr)
+        print(f"agentls {command}: {exc}", file=sys.stderr)
         return exitcodes.ARTIFACTS_UNWRITABLE
+
+
+def run(args: argparse.Namespace, workspace: Path) -> int:
+    search = open_index("index", workspace)
+    if isinstance(search, int):
+        return search
     try:
         if args.status:
             status = search.index.status()

@@ -24,24 +24,14 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace, workspace: Path) -> int:
-    from agentls import config
-    from agentls.engine.search_index import open_search
-    from agentls.tools.semantic.store import IndexStoreError
-    from agentls.tools.workspace import Workspace
+    from agentls.cli.index_cmd import open_index
 
     if not 1 <= args.top_k <= 100:
         print("agentls search: --top-k must be between 1 and 100", file=sys.stderr)
         return exitcodes.USAGE
-    try:
-        settings = config.load(workspace).settings
-    except config.ConfigError as exc:
-        print(f"agentls search: {exc}", file=sys.stderr)
-        return exitcodes.CONFIG_ERROR
-    try:
-        search = open_search(Workspace([workspace]), settings)
-    except IndexStoreError as exc:
-        print(f"agentls search: {exc}", file=sys.stderr)
-        return exitcodes.ARTIFACTS_UNWRITABLE
+    search = open_index("search", workspace)
+    if isinstance(search, int):
+        return search
     try:
         warnings = [] if args.no_update else search.update().warnings
         result = search.search(args.query, args.top_k)
