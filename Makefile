@@ -26,8 +26,14 @@ lint: $(STAMP) $(STYLUA)
 	$(VENV)/bin/lint-imports
 	$(STYLUA) --check clients/neovim
 
+# The wire fuzz (2,000 messages to one server) runs in a pytest process of its own: inside
+# the whole suite it once stopped getting answers after ~1,100 messages (under investigation,
+# see the issue 13 note), alone it passes; either way it runs on every `make test`.
+FUZZ := tests/lsp/test_wire_fuzz.py
+
 test: lint vscode-test
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest --deselect $(FUZZ)::test_fuzzed_messages_never_stop_the_server
+	$(VENV)/bin/pytest $(FUZZ)
 
 # The VS Code extension (clients/vscode): node_modules from the lockfile, then tsc, eslint and
 # the unit tests (npm test).

@@ -152,7 +152,9 @@ def test_fuzzed_messages_never_stop_the_server(tmp_path: Path) -> None:
             answer = probe(client)
         except queue.Empty:
             raise AssertionError(f"no answer after message {counts['sent']} (server exit "
-                                 f"code {client.proc.poll()}): {body[:300]!r}") from None
+                                 f"code {client.proc.poll()}): {body[:300]!r}\nserver log "
+                                 f"tail:\n{client.stderr[-3000:].decode(errors='replace')}"
+                                 ) from None
         assert "result" in answer
         counts["probes"] += 1
         slow.append((time.monotonic() - started, body[:120]))
