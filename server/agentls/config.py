@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from agentls import redaction
+from agentls import redaction, workspace_trust
 
 # The settings are read, checked and written through this module; its parts live in
 # config_files (no pydantic: paths, TOML, dotted keys), config_models (the models) and
@@ -91,6 +91,8 @@ def env_layer(env: Mapping[str, str]) -> dict[str, Any]:
 class LoadedSettings:
     settings: Settings
     layers: list[Layer]
+    # Warnings for the person (an untrusted project file's loosening keys left out).
+    notices: list[str] = field(default_factory=list)
 
     def source_of(self, key: str) -> str:
         for layer in reversed(self.layers):
@@ -108,15 +110,30 @@ def load(
     env: Mapping[str, str] | None = None,
     client: Mapping[str, Any] | None = None,
     flags: Mapping[str, Any] | None = None,
+    editor_trusted: bool = False,
 ) -> LoadedSettings:
-    """Merge every source in precedence order and validate the result."""
+    """Merge every source in precedence order and validate the result.
+
+    A workspace file the person has not trusted cannot loosen safety settings (see
+    ``agentls.workspace_trust``); what it tried is left out and said in ``notices``."""
     environ = os.environ if env is None else env
     layers = [Layer("default", Settings().model_dump(mode="python"))]
     user_file = user_config_file()
     layers.append(Layer(f"user ({user_file})", read_config_file(user_file)))
+    notices: list[str] = []
     if workspace is not None:
         ws_file = workspace_config_file(workspace)
-        layers.append(Layer(f"workspace ({ws_file})", read_config_file(ws_file)))
+        ws_data = read_config_file(ws_file)
+        if ws_data:
+            trust = workspace_trust.state(workspace, ws_file, env=environ,
+                                          editor_trusted=editor_trusted)
+            if not trust.trusted:
+                below = deep_merge(dict(layers[0].data), layers[1].data)
+                screened = workspace_trust.screen(ws_data, below)
+                ws_data = screened.data
+                if screened.left_out:
+                    notices.append(workspace_trust.notice(ws_file, screened.left_out, trust.why))
+        layers.append(Layer(f"workspace ({ws_file})", ws_data))
     layers.append(Layer("environment", env_layer(environ)))
     if client:
         layers.append(Layer("client", dict(client)))
@@ -138,7 +155,7 @@ def load(
         except (TypeError, AttributeError):
             raise ConfigError(f"{layer.name}: expected a table of settings") from None
     settings = validate(merged, layers)
-    return LoadedSettings(settings, layers)
+    return LoadedSettings(settings, layers, notices)
 
 
 def validate(data: Mapping[str, Any], layers: Sequence[Layer] = ()) -> Settings:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agentls import workspace_trust
 from agentls.devtools.replay import ReplayServer
 from tests.lsp.conftest import call, options_for
 from tests.nvim.conftest import Editor, start_editor
@@ -132,6 +133,8 @@ def test_checkhealth_with_a_running_server(editor: Editor, model: ReplayServer,
     (project / ".agentls" / "config.toml").write_text(
         'backend = "scripted"\n[backends.scripted]\n'
         f'base_url = "{model.base_url}"\nmodel = "scripted-model"\napi_key_env = ""\n')
+    # A project's base_url counts once its person trusts it (`agentls trust`, docs/SECURITY.md).
+    workspace_trust.trust(project, project / ".agentls" / "config.toml")
     editor.open("src/calc.py")
     report = health(editor)
     assert "OK Neovim 0.11" in report

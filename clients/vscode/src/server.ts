@@ -61,7 +61,9 @@ export function createClient(command: ServerCommand, apiKey: string | undefined,
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
     outputChannel: output,
-    initializationOptions: serverConfig(hasKey),
+    // The extension runs only in trusted workspaces (package.json: untrustedWorkspaces), so
+    // the project's .agentls/config.toml may change safety settings (docs/SECURITY.md).
+    initializationOptions: { ...serverConfig(hasKey), workspaceTrusted: vscode.workspace.isTrusted },
     // The server reports its own start-up problems; one notification from us is enough.
     initializationFailedHandler: () => false,
     connectionOptions: { maxRestartCount: 2 },

@@ -27,6 +27,11 @@ def _effective(loaded: config.LoadedSettings) -> dict[str, Any]:
     return config_files.flatten(loaded.settings.model_dump(mode="json"))
 
 
+def _say_notices(loaded: config.LoadedSettings) -> None:
+    for notice in loaded.notices:
+        print(f"agentls config: warning: {notice}", file=sys.stderr)
+
+
 def run_config(args: argparse.Namespace, workspace: Path) -> int:
     try:
         return _run(args, workspace)
@@ -70,11 +75,18 @@ def _run(args: argparse.Namespace, workspace: Path) -> int:
                 raise config.ConfigError(f"cannot create {workspace / config.WORKSPACE_DIR}: "
                                          f"{exc.strerror or exc}; check that the workspace "
                                          "folder is writable") from None
+        from agentls import workspace_trust
+
+        before = workspace_trust.content_hash(target) if args.workspace else None
         value = config.set_value(target, args.key, args.value)
         print(f"{args.key} = {_show(value)}  (saved in {target})")
+        if args.workspace:  # your own change keeps a trust you gave the file before it
+            workspace_trust.refresh_if_trusted(workspace, target, before)
+            _say_notices(config.load(workspace))
         return exitcodes.OK
 
     loaded = config.load(workspace)
+    _say_notices(loaded)
     values = _effective(loaded)
     if args.action == "get":
         config.key_info(args.key)

@@ -145,6 +145,7 @@ class Headless:
         self.artifacts: RunArtifacts | None = None
         self.artifacts_failure: ArtifactsError | None = None
         self.session_lock: SessionLock | None = None  # one run per session across processes
+        self._notices_said: set[str] = set()
         self.interrupted = False
         self.prompt = ""
         self.iteration = 0
@@ -227,11 +228,15 @@ class Headless:
         if self.args.timeout is not None:
             flags["timeout_ms"] = max(1, round(self.args.timeout * 1000))
         try:
-            settings = config.load(self.root, flags=flags).settings
+            loaded = config.load(self.root, flags=flags)
         except config.ConfigError as exc:
             raise Stopped("config-error", str(exc)) from None
-        self._add_secrets(settings)
-        return settings
+        for notice in loaded.notices:  # an untrusted project file: said once per run
+            if notice not in self._notices_said:
+                self._notices_said.add(notice)
+                self.renderer.line(f"warning: {notice}", style="yellow")
+        self._add_secrets(loaded.settings)
+        return loaded.settings
 
     def _add_secrets(self, settings: config.Settings) -> None:
         """Every configured backend's key is a secret, whatever its variable is called."""

@@ -123,6 +123,7 @@ COMMAND_MODULES: dict[str, str] = {
     "serve": "agentls.cli.serve_cmd",
     "index": "agentls.cli.index_cmd",
     "search": "agentls.cli.search_cmd",
+    "trust": "agentls.cli.trust_cmd",
 }
 # Their one-line help in `agentls --help`, the same words as their own parser's `help=`
 # (a test keeps the two equal).
@@ -135,6 +136,8 @@ COMMAND_HELP: dict[str, str] = {
     "index": "build or refresh the search index used by `agentls search` and the agent's "
              "search_semantic",
     "search": "find code by meaning in the workspace",
+    "trust": "trust this project's .agentls/config.toml (its backend URL, sandbox and "
+             "permissions)",
 }
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 
 SECTION = "agentls"  # the workspace/configuration section
 LSP_TABLE = "lsp"  # LSP-only keys live in agentls.lsp.*
+# initializationOptions.workspaceTrusted: the editor runs only in trusted workspaces (VS Code).
+WORKSPACE_TRUSTED = "workspaceTrusted"
 
 
 @dataclass(frozen=True)
@@ -68,14 +70,19 @@ class ResolvedSettings:
     lsp: LspSettings
     client: dict[str, Any]  # the merged client section, as sent (other features read it)
     problems: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # e.g. an untrusted project file
 
 
-def resolve(root: Path | None, client: Mapping[str, Any]) -> ResolvedSettings:
+def resolve(root: Path | None, client: Mapping[str, Any], *,
+            editor_trusted: bool = False) -> ResolvedSettings:
     """Validate the client section key by key and load the engine settings over it.
-    Blocking (imports pydantic, reads config files): run it in a thread."""
+    Blocking (imports pydantic, reads config files): run it in a thread.
+    ``editor_trusted``: the editor runs only in workspaces the person trusted (VS Code's
+    Workspace Trust), so the project's config file may loosen safety settings."""
     from agentls import config
 
     problems: list[str] = []
+    notices: list[str] = []
     engine_part = {k: v for k, v in client.items()
                    if k != LSP_TABLE and k not in _CLIENT_SECTIONS}
     good = _valid_engine_keys(engine_part, problems)
@@ -87,13 +94,15 @@ def resolve(root: Path | None, client: Mapping[str, Any]) -> ResolvedSettings:
     # (a broken .agentls/config.toml must not cost the editor's own settings).
     for workspace, editor in ((root, good), (None, good), (root, {}), (None, {})):
         try:
-            settings = config.load(workspace, client=editor).settings
+            loaded = config.load(workspace, client=editor, editor_trusted=editor_trusted)
+            settings, notices = loaded.settings, loaded.notices
             break
         except config.ConfigError as exc:
             problem = _first_lines(str(exc))
             if problem not in problems:
                 problems.append(problem)
-    return ResolvedSettings(settings or config.Settings(), lsp_settings, dict(client), problems)
+    return ResolvedSettings(settings or config.Settings(), lsp_settings, dict(client), problems,
+                            notices)
 
 
 def _defaults(client: Mapping[str, Any], error: Exception) -> ResolvedSettings:
@@ -205,6 +214,7 @@ async def fetch_client_section(ls: ServerContext) -> dict[str, Any]:
     from agentls.config import deep_merge
 
     merged: dict[str, Any] = dict(_as_dict(ls.initialization_options))
+    merged.pop(WORKSPACE_TRUSTED, None)  # the editor's word on trust, not a setting
     pulled: Any = ls.pushed_settings
     workspace_caps = ls.client_capabilities.workspace
     if workspace_caps is not None and workspace_caps.configuration:
@@ -221,22 +231,29 @@ async def fetch_client_section(ls: ServerContext) -> dict[str, Any]:
 
 async def reload(ls: ServerContext) -> ResolvedSettings:
     client = await fetch_client_section(ls)
+    trusted = _as_dict(ls.initialization_options).get(WORKSPACE_TRUSTED) is True
     try:
-        resolved = await asyncio.to_thread(resolve, ls.root, client)
+        resolved = await asyncio.to_thread(resolve, ls.root, client, editor_trusted=trusted)
     except Exception as exc:  # a bug here must not leave the server without settings
         log.exception("loading the settings failed")
         resolved = await asyncio.to_thread(_defaults, client, exc)
     ls.apply_settings(resolved)
-    report(ls, resolved.problems)
+    report(ls, resolved.problems, resolved.notices)
     return resolved
 
 
-def report(ls: ServerContext, problems: list[str]) -> None:
-    """One showMessage and one log line per new set of problems (a repeat is not re-shown)."""
+def report(ls: ServerContext, problems: list[str], notices: Sequence[str] = ()) -> None:
+    """One showMessage and one log line per new set of problems and notices (a repeat is
+    not re-shown)."""
     text = "; ".join(problems)
-    if text == ls.reported_settings_problems:
+    key = "\n".join([text, *notices])
+    if key == ls.reported_settings_problems:
         return
-    ls.reported_settings_problems = text
+    ls.reported_settings_problems = key
+    for notice in notices:
+        log.warning("%s", notice)
+        ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning,
+                                                     message=f"AgentLS: {notice}"))
     if not problems:
         return
     message = (f"AgentLS settings: {text}. The defaults are used for these until you fix "
