@@ -85,3 +85,15 @@ def test_config_set_workspace_keeps_a_trust_it_had(tmp_path: Path) -> None:
 def test_trust_names_a_folder_that_is_not_there(tmp_path: Path) -> None:
     done = agentls("trust", "-C", str(tmp_path / "nowhere"), env=dict(os.environ))
     assert done.returncode == 64 and "not a folder" in done.stderr
+
+
+def test_backends_and_ask_say_what_they_left_out(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "cloned")
+    (root / ".agentls").mkdir()
+    (root / ".agentls" / "config.toml").write_text(
+        '[backends.openai]\nbase_url = "http://127.0.0.1:9/v1"\n')
+    env = {**os.environ, "OPENAI_API_KEY": ""}
+    for command in (["backends", "--json"], ["ask", "hello"]):
+        said = agentls(*command, env=env, cwd=root)
+        assert f"agentls {command[0]}: warning:" in said.stderr, said.stderr
+        assert "backends.openai.base_url" in said.stderr

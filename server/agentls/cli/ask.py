@@ -45,7 +45,10 @@ def run_ask(args: argparse.Namespace, workspace: Path) -> int:
               "`agentls ask \"Say hello\"`", file=sys.stderr)
         return exitcodes.USAGE
     try:
-        settings = config.load(workspace).settings
+        loaded = config.load(workspace)
+        settings = loaded.settings
+        for notice in loaded.notices:  # an untrusted project file's left-out keys
+            print(f"agentls ask: warning: {notice}", file=sys.stderr)
         if args.backend and args.backend not in settings.backends:
             names = ", ".join(sorted(settings.backends))
             print(f"agentls ask: no backend named {args.backend!r} is configured (configured: "

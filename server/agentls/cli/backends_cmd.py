@@ -64,10 +64,13 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace, workspace: Path) -> int:
     started = time.monotonic()
     try:
-        settings = config.load(workspace).settings
+        loaded = config.load(workspace)
+        settings = loaded.settings
     except config.ConfigError as exc:
         print(f"agentls backends: {exc}", file=sys.stderr)
         return exitcodes.CONFIG_ERROR
+    for notice in loaded.notices:  # an untrusted project file's left-out keys
+        print(f"agentls backends: warning: {notice}", file=sys.stderr)
     reports = asyncio.run(probe_all(settings, deadline=started + DEADLINE_S))
     available = [r.name for r in reports if r.status == "available"]
     if args.json:
