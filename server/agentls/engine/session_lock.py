@@ -7,6 +7,7 @@ the file keeps the holder's pid only to name it in the "session busy" message.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import os
@@ -56,6 +57,24 @@ class SessionLock:
             os.close(fd)
             raise
         return cls(fd, path)
+
+    @classmethod
+    async def acquire_async(cls, workspace: Path, session_id: str,
+                            notify: Callable[[str], None], poll_s: float = 0.2) -> SessionLock:
+        """For the language server: wait for another process's run on the session without
+        blocking the event loop (a cancelled request stops waiting), saying so once."""
+        told = False
+        while True:
+            try:
+                # Non-blocking and quick (an open and a flock), so it runs on the loop: taken in
+                # a thread, a lock won just as the request was cancelled would be lost, held.
+                return cls.acquire(workspace, session_id, wait=False)
+            except SessionBusy as exc:
+                if not told:
+                    told = True
+                    notify(f"{exc}; this request starts when that run ends (cancel to stop "
+                           "waiting, or start a new session)")
+            await asyncio.sleep(poll_s)
 
     def release(self) -> None:
         if self._fd is not None:

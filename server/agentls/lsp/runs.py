@@ -23,7 +23,8 @@ import asyncio
 import dataclasses
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -223,7 +224,7 @@ class RunManager:
                 frontend.status(f"waiting for {ahead} earlier request{_s(ahead)} on this "
                                 "session", waiting=ahead)
             try:
-                async with self.queue.turn(session_id):
+                async with self.queue.turn(session_id), self._process_lock(session_id, frontend):
                     await self._run_in_turn(host, request, frontend, active)
             except SessionBusy:
                 refused = True
@@ -296,6 +297,23 @@ class RunManager:
                     delivery.record_withdrawn(host.store, session_id, result.changeset,
                                               result.actions_message_id)
                 raise
+
+    @asynccontextmanager
+    async def _process_lock(self, session_id: str, frontend: LspFrontend) -> AsyncIterator[None]:
+        """One run per session across processes: an `agentls run --session S` in a terminal
+        and the editor take turns (engine/session_lock.py); the editor's request waits."""
+        from agentls.engine.session_lock import SessionLock
+
+        root = self._ls.root
+        if root is None:
+            yield
+            return
+        lock = await SessionLock.acquire_async(root, session_id,
+                                               lambda message: frontend.status(message))
+        try:
+            yield
+        finally:
+            lock.release()
 
     def _busy(self, session_id: str) -> TurnRefused:
         retry = math.ceil(self.rate.retry_after()) if self.rate.delay() > 0 else None
