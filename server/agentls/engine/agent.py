@@ -79,6 +79,7 @@ MAX_LENGTH_CONTINUATIONS = 2
 # session per chat and per code action, so the oldest are forgotten (and rebuilt if used).
 MAX_SESSION_STATES = 64
 NO_PROGRESS_REPEATS = 3
+TOOL_SCHEMA_ALLOWANCE = 2_000  # tokens the tool schemas take in a request (about 6 KB)
 ASK_USER = "ask_user"
 ASK_USER_SPEC = ToolSpec(
     ASK_USER,
@@ -278,6 +279,7 @@ class Agent:
                 turn = await asyncio.to_thread(
                     context.render_turn, prompt, request.attachments, workspace, state.facts,
                     self.estimator.count_text, instructions=state.instructions,
+                    room_tokens=self._attachment_room(backend, state.system, prompt),
                 )
                 for note in turn.notes:
                     frontend.on_event(StatusEvent(message=note))
@@ -612,6 +614,14 @@ class Agent:
         self.store.append(session.id, summary_message(response.text), kind="summary",
                           metadata={"through_seq": through})
         return compacted
+
+    def _attachment_room(self, backend: Backend, system: Sequence[Message], prompt: str) -> int:
+        """Tokens the turn's attachments may take: half of what the prompt budget leaves after
+        the earlier levels, the request and the tool schemas (the rest is for the history and
+        the tool results of the turn)."""
+        used = sum(self.estimator.count_text(m.content or "") for m in system)
+        used += self.estimator.count_text(prompt) + TOOL_SCHEMA_ALLOWANCE
+        return max(0, prompt_budget(self._context_tokens(backend)) - used) // 2
 
     def _context_tokens(self, backend: Backend) -> int:
         config = self.settings.backends.get(backend.name)

@@ -19,6 +19,7 @@ from agentls.llm.messages import Message
 from agentls.tools.workspace import FenceError, Workspace
 
 FILE_TOKEN_CAP = 5_000
+MIN_ATTACHMENT_TOKENS = 200  # below this a cut file says too little: leave it out instead
 MAX_DIAGNOSTICS = 50
 MAX_DIAGNOSTIC_CHARS = 500
 
@@ -80,22 +81,35 @@ def render_turn(
     *,
     instructions: Instructions | None = None,
     file_token_cap: int = FILE_TOKEN_CAP,
+    room_tokens: int | None = None,
 ) -> RenderedTurn:
     """The turn's user message: the attachments (level 4) that earlier levels don't already
-    hold, each attached file within ``file_token_cap`` tokens, then the request."""
+    hold, each attached file within ``file_token_cap`` tokens, then the request.
+
+    ``room_tokens``: what the model's context leaves for attachments next to the prompt and
+    the earlier levels. It is shared between the attached files and the selection; what does
+    not fit is cut (or, with too little room, left out) with a note, never sent whole to fail
+    as ``context_too_long``."""
     if not attachments:
         return RenderedTurn(Message.user(prompt))
+    starved = False  # so little room that a cut file would say nothing: leave it out
+    if room_tokens is not None:
+        items = len(attachments.files) + (1 if attachments.selection is not None else 0)
+        share = max(0, room_tokens) // max(1, items)
+        starved = share < MIN_ATTACHMENT_TOKENS
+        file_token_cap = min(file_token_cap, share)
     earlier: dict[Path, IncludedFile] = {}
     for source in (instructions, facts):
         if source is not None:
             for item in source.included_files():
                 earlier.setdefault(item.abs, item)
     notes: list[str] = []
-    files = _attached_files(attachments.files, ws, earlier, count_tokens, file_token_cap, notes)
+    files = _attached_files(attachments.files, ws, earlier, count_tokens, file_token_cap, notes,
+                            starved)
     sections: list[str] = []
     if attachments.selection is not None:
         sections.append(_selection_section(attachments.selection, ws, earlier, files,
-                                           count_tokens, file_token_cap, notes))
+                                           count_tokens, file_token_cap, notes, starved))
     sections += [f.rendered for f in files]
     if attachments.diagnostics:
         sections.append(_diagnostics_section(attachments.diagnostics, ws))
@@ -111,6 +125,7 @@ def _attached_files(
     count_tokens: CountTokens,
     cap: int,
     notes: list[str],
+    starved: bool = False,
 ) -> list[_FileSection]:
     sections: list[_FileSection] = []
     seen: set[Path] = set()
@@ -142,6 +157,9 @@ def _attached_files(
         if "\x00" in text:
             sections.append(_left_out(wp.display, wp.abs, "it is a binary file", notes))
             continue
+        if starved and count_tokens(text) > cap:
+            sections.append(_left_out(wp.display, wp.abs, _NO_ROOM, notes))
+            continue
         shown, heading, note = fit_text(text, wp.display, count_tokens, cap)
         if note:
             notes.append(note)
@@ -149,6 +167,9 @@ def _attached_files(
         sections.append(_FileSection(wp.abs, shown, "the attached file below", rendered))
     return sections
 
+
+_NO_ROOM = ("the model's context has no room for it next to the request; attach fewer files "
+            "or a smaller selection, or use a model with a larger context_max_tokens")
 
 _REFUSALS = {
     "DENIED": "the workspace's deny list keeps it from the model",
@@ -184,6 +205,7 @@ def _selection_section(
     count_tokens: CountTokens,
     cap: int,
     notes: list[str],
+    starved: bool = False,
 ) -> str:
     lines = (f"line {selection.start_line}" if selection.end_line <= selection.start_line
              else f"lines {selection.start_line}-{selection.end_line}")
@@ -202,6 +224,9 @@ def _selection_section(
     known = earlier.get(wp.abs)
     if known is not None and text in known.text:
         return f"{heading}\n(its text is in {known.where} above)"
+    if starved and count_tokens(text) > cap:
+        notes.append(f"The selection in {wp.display} was not sent: {_NO_ROOM}")
+        return f"{heading}\n(not included: {_NO_ROOM})"
     shown, _, note = fit_text(text, f"the selection in {wp.display}", count_tokens, cap)
     if note:
         notes.append(note)

@@ -637,3 +637,27 @@ def test_prefix_stability_counts_a_partly_changed_message_as_changed() -> None:
     assert prefix_stability(before, before, tokens) == 1.0
     assert prefix_stability([], [], tokens) == 1.0
 
+
+
+def test_room_for_attachments_is_shared_between_files_and_selection(ws: Workspace) -> None:
+    big = "".join(f"def f{i}():\n    return {i}\n" for i in range(3_000))
+    for name in ("a.py", "b.py"):
+        (ws.roots[0] / "src" / name).write_text(big)
+    selection = Selection("src/app.py", 1, 5, "import os\n\n\ndef main():\n    return os.name\n")
+    turn = render_turn("x", Attachments(selection=selection, files=["src/a.py", "src/b.py"]),
+                       ws, None, tokens, room_tokens=3_000)
+    text = turn.message.content or ""
+    assert tokens(text) < 3_000 + 200
+    assert "## File: src/a.py (cut to" in text and "## File: src/b.py (cut to" in text
+    assert "```python\nimport os" in text  # the small selection fits whole
+    assert [n for n in turn.notes if "was cut" in n] != []
+
+
+def test_no_room_leaves_big_attachments_out_and_keeps_small_ones(ws: Workspace) -> None:
+    (ws.roots[0] / "src" / "a.py").write_text("x = 1\n" * 5_000)
+    turn = render_turn("x", Attachments(files=["src/a.py", "Dockerfile"]), ws, None, tokens,
+                       room_tokens=100)
+    text = turn.message.content or ""
+    assert "## File: src/a.py\n(not included: the model's context has no room" in text
+    assert "FROM python:3.11" in text  # 50 tokens of room each: the Dockerfile still fits
+    assert any("attach fewer files" in n for n in turn.notes)
