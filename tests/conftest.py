@@ -21,6 +21,7 @@ def isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
     for name in list(os.environ):
         if name.startswith(("AGENTLS_", "OPENAI_")):
             monkeypatch.delenv(name, raising=False)

@@ -99,7 +99,7 @@ class EngineRunner:
         self.pool = BackendPool(settings)
         self.agent = Agent(settings, _OneBackend(self.pool, settings.backend), store)
         self.workspace = Workspace([root])  # one ChangeSet for every iteration
-        clean_stale(root)  # files of an apply killed midway, by a process now dead
+        clean_stale()  # files of an apply killed midway, named in its journal
         self._run_id: str | None = None
         self._actions: list[int] = []
 

@@ -1,8 +1,12 @@
 """Temporary and backup files of an apply that was killed midway (``.NAME.PID-HEX.agentls-tmp``,
 ``….agentls-bak``): hidden from ``git status`` while they exist, removed on the next start.
 
-Only files with our suffix whose writer (the pid in the name) is no longer alive, and that are
-older than this process, are removed: a concurrent apply's files are left alone.
+Every apply names its temporary and backup files in a journal (one small file per apply in
+the user state directory, ``pending-writes/PID-HEX.list``) *before* creating them, and
+removes the journal when it ends, whatever the outcome. A start reads the journals (a handful
+of files, whatever the size of the workspace: no walk of the tree) and, for each whose writer
+is dead, removes the files it names (only ours: our suffix, that writer's pid in the name,
+older than this process), then the journal. A concurrent apply's files are left alone.
 """
 
 from __future__ import annotations
@@ -11,15 +15,18 @@ import contextlib
 import logging
 import os
 import re
+import secrets
 import time
 from pathlib import Path
+from typing import IO
+
+import platformdirs
 
 log = logging.getLogger(__name__)
 
 SUFFIXES = (".agentls-tmp", ".agentls-bak")
 GIT_EXCLUDE_LINES = ("*.agentls-tmp", "*.agentls-bak")
 _NAME = re.compile(r"^\..*\.(\d+)-[0-9a-f]+\.agentls-(?:tmp|bak)$")
-_SKIP_DIRS = frozenset({".git", ".agentls", "node_modules", ".venv", "__pycache__"})
 _STARTED = time.time()
 
 
@@ -49,31 +56,80 @@ def hide_from_git(start: Path) -> None:
         log.info("cannot add AgentLS's temporary files to %s: %s", exclude, exc)
 
 
-def clean_stale(root: Path) -> list[Path]:
-    """Remove leftovers of dead applies under ``root``; return what was removed."""
+def journal_dir() -> Path:
+    return platformdirs.user_state_path("agentls") / "pending-writes"
+
+
+class WriteJournal:
+    """The names an apply is about to create, written down before it creates them."""
+
+    def __init__(self) -> None:
+        self.path: Path | None = None
+        self._handle: IO[str] | None = None
+
+    def record(self, leftover: Path) -> None:
+        """Name ``leftover`` before it exists (a kill right after creating it is covered)."""
+        if self._handle is None:
+            directory = journal_dir()
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+                self.path = directory / f"{os.getpid()}-{secrets.token_hex(4)}.list"
+                self._handle = self.path.open("x", encoding="utf-8")
+            except OSError as exc:  # no journal: leftovers of a kill stay, hidden from git
+                log.info("cannot keep the write journal in %s: %s", directory, exc)
+                self.path = None
+                return
+        self._handle.write(f"{leftover}\n")
+        self._handle.flush()  # in the kernel's hands: survives a kill -9 of this process
+
+    def close(self) -> None:
+        """The apply ended (written, or rolled back): nothing of it is left to clean."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+        if self.path is not None:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            self.path = None
+
+
+def clean_stale() -> list[Path]:
+    """Remove the leftovers of dead applies named in their journals; return what was removed."""
     removed: list[Path] = []
-    for directory, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
-        for name in files:
-            if not name.endswith(SUFFIXES):
-                continue
-            path = Path(directory) / name
-            if _is_stale(path):
+    try:
+        journals = list(journal_dir().glob("*.list"))
+    except OSError:
+        return removed
+    for journal in journals:
+        pid = _journal_pid(journal)
+        if pid is None or pid == os.getpid() or _alive(pid):
+            continue
+        try:
+            named = journal.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        for line in named:
+            path = Path(line)
+            if line and _is_stale(path, pid):
                 with contextlib.suppress(OSError):
                     path.unlink()
                     removed.append(path)
+        with contextlib.suppress(OSError):
+            journal.unlink()
     if removed:
         log.info("removed %d file(s) left by an interrupted apply: %s", len(removed),
                  ", ".join(str(p) for p in removed[:5]))
     return removed
 
 
-def _is_stale(path: Path) -> bool:
+def _journal_pid(journal: Path) -> int | None:
+    head = journal.name.split("-", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _is_stale(path: Path, writer: int) -> bool:
     match = _NAME.match(path.name)
-    if match is None:
-        return False
-    pid = int(match.group(1))
-    if pid == os.getpid() or _alive(pid):
+    if match is None or int(match.group(1)) != writer:
         return False
     try:
         return path.lstat().st_mtime <= _STARTED

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from agentls.tools.apply_leftovers import hide_from_git, leftover_name
+from agentls.tools.apply_leftovers import WriteJournal, hide_from_git, leftover_name
 
 ChangeKind = Literal["create", "update", "delete", "rename"]
 
@@ -534,8 +534,20 @@ class _DiskWriter:
         # (path, backup or None): undo by putting the backup back, or removing the new file.
         self.journal: list[tuple[Path, Path | None]] = []
         self.backups: list[Path] = []
+        self.leftovers = WriteJournal()  # names temp and backup files before they exist
+
+    def _sibling(self, path: Path, what: str) -> Path:
+        sibling = _sibling(path, what)
+        self.leftovers.record(sibling)
+        return sibling
 
     def apply(self, changes: list[FileChange]) -> list[Path]:
+        try:
+            return self._apply(changes)
+        finally:
+            self.leftovers.close()
+
+    def _apply(self, changes: list[FileChange]) -> list[Path]:
         writes: list[tuple[Path, bytes, int | None]] = []
         removals: list[Path] = []
         for change in changes:
@@ -564,7 +576,7 @@ class _DiskWriter:
                 self.journal.append((path, backup))
             for path in removals:
                 current = path
-                backup = _sibling(path, "bak")
+                backup = self._sibling(path, "bak")
                 os.replace(path, backup)
                 self.backups.append(backup)
                 self.journal.append((path, backup))
@@ -579,7 +591,7 @@ class _DiskWriter:
     def _stage(self, path: Path, data: bytes, mode: int | None) -> Path:
         self._make_parents(path.parent)
         while True:
-            tmp = _sibling(path, "tmp")
+            tmp = self._sibling(path, "tmp")
             try:
                 # 0o666 lets the umask decide a new file's mode, as any editor would.
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -605,7 +617,7 @@ class _DiskWriter:
             self.made_dirs.append(d)
 
     def _backup(self, path: Path) -> Path:
-        backup = _sibling(path, "bak")
+        backup = self._sibling(path, "bak")
         try:
             os.link(path, backup)
         except OSError as exc:
