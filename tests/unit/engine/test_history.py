@@ -10,17 +10,19 @@ from collections.abc import Sequence
 import pytest
 
 from agentls.devtools.replay import count_prompt_tokens
+from agentls.engine.compaction import (
+    apply_summary,
+    compaction_request,
+    compaction_split,
+    needs_compaction,
+    render_transcript,
+)
 from agentls.engine.history import (
     CUT_TOOL_RESULTS_OVER,
     SUMMARY_HEADER,
     TrimResult,
-    apply_summary,
-    compaction_request,
-    compaction_split,
     is_summary,
-    needs_compaction,
     prompt_budget,
-    render_transcript,
     summary_message,
     trim_for_budget,
     trim_harder,

@@ -1,0 +1,181 @@
+"""Turn bookkeeping for the agent loop: the state of a run and of a session, and what the
+store holds of them.
+
+Every message is stored the moment it is complete; every assistant tool call gets its tool
+result (a real one, or ``NOT_RUN`` when the run stopped first), so the next request is valid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agentls.engine import context
+from agentls.engine.events import EditEvent, FileChangeInfo
+from agentls.engine.sessions import SessionInfo, SessionStore
+from agentls.llm.messages import Message, ToolCall, Usage
+from agentls.tools.changeset import ChangeSummary, FileDiff
+from agentls.tools.output import fail, to_json
+from agentls.tools.permissions import SessionGrants
+from agentls.tools.sandboxed_shell import ShellSandbox
+from agentls.tools.workspace import Workspace
+
+StopReason = Literal["done", "max_iterations", "timeout", "cancelled", "no_progress", "error"]
+
+NO_PROGRESS_REPEATS = 3
+
+
+@dataclass
+class SessionState:
+    """What a session keeps between runs in this process: prompt levels and approvals."""
+
+    system: list[Message] = field(default_factory=list)
+    facts: context.ProjectFacts | None = None
+    instructions: context.Instructions | None = None
+    grants: SessionGrants = field(default_factory=SessionGrants)
+    sandbox: ShellSandbox | None = None  # its scratch layer lasts as long as the session
+
+
+class RunState:
+    """The mutable state of one run."""
+
+    def __init__(self, run_id: str, session: SessionInfo, history: list[Message]) -> None:
+        self.run_id = run_id
+        self.session = session
+        self.history = history
+        self.text_parts: list[str] = []
+        self.break_before_text = False  # a new step's text starts a new paragraph
+        self.usage = Usage()
+        self.iterations = 0
+        self.signatures: list[tuple[tuple[str, str], ...]] = []
+        self.answers: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+        self.commands: list[tuple[str, int | None]] = []
+        self.open_calls: list[ToolCall] = []  # calls stored without results yet
+        self.cached_turns = 0
+
+
+def append_message(store: SessionStore, run: RunState, message: Message) -> None:
+    """Store a message the moment it is complete, and keep the request history in step."""
+    store.append(run.session.id, message)
+    run.history.append(message)
+    if message.role == "assistant" and message.tool_calls:
+        run.open_calls = list(message.tool_calls)
+    elif message.role == "tool":
+        run.open_calls = [c for c in run.open_calls if c.id != message.tool_call_id]
+
+
+def close_open_calls(store: SessionStore, run: RunState, stop: StopReason) -> None:
+    """Providers refuse a tool call without its result: answer the ones left open."""
+    for call in list(run.open_calls):
+        reason = {"cancelled": "the person cancelled the run",
+                  "timeout": "the run timed out"}.get(stop, "the run stopped")
+        append_message(store, run, Message.tool(
+            call.id, to_json(fail("NOT_RUN", f"Not run: {reason}.")), call.name))
+
+
+def request_history(store: SessionStore,
+                    session_id: str) -> tuple[list[Message], list[int | None]]:
+    """The stored conversation as requests see it: the latest summary, then what follows;
+    with each message's ``seq`` in the store (None for the summary and for results added
+    here for calls the store left unanswered)."""
+    stored = store.history(session_id)
+    summary_at = max((i for i, m in enumerate(stored) if m.kind == "summary"), default=None)
+    entries: list[tuple[Message, int | None]] = []
+    start = 0
+    if summary_at is not None:
+        summary = stored[summary_at]
+        entries.append((summary.message, None))
+        through = int(summary.metadata.get("through_seq", summary.seq))
+        start = next((i for i, m in enumerate(stored) if m.seq > through), len(stored))
+    entries.extend((m.message, m.seq) for m in stored[start:] if m.kind == "message")
+    answered = answer_orphans(entries)
+    return [m for m, _ in answered], [seq for _, seq in answered]
+
+
+def repeated_calls(run: RunState, calls: Sequence[ToolCall]) -> bool:
+    run.signatures.append(tuple(sorted((c.name, c.arguments) for c in calls)))
+    recent = run.signatures[-NO_PROGRESS_REPEATS:]
+    return len(recent) == NO_PROGRESS_REPEATS and len(set(recent)) == 1
+
+
+def repeated_answer(run: RunState, text: str, calls: Sequence[ToolCall]) -> bool:
+    """The same output (text and calls together) three times: the same words before
+    different calls are progress ("Let me read the next file.")."""
+    if not text.strip():
+        return False
+    run.answers.append((text.strip(), tuple(sorted((c.name, c.arguments) for c in calls))))
+    recent = run.answers[-NO_PROGRESS_REPEATS:]
+    return len(recent) == NO_PROGRESS_REPEATS and len(set(recent)) == 1
+
+
+def record_actions(store: SessionStore, run: RunState, diffs: Sequence[FileDiff],
+                   workspace: Workspace) -> int | None:
+    parts = []
+    for diff in diffs:
+        name = workspace.display_path(diff.path)
+        if diff.kind == "create":
+            parts.append(f"created {name}")
+        elif diff.kind == "delete":
+            parts.append(f"deleted {name}")
+        elif diff.kind == "rename":
+            old = workspace.display_path(diff.old_path or diff.path)
+            parts.append(f"renamed {old} to {name}")
+        else:
+            parts.append(f"edited {name} (+{diff.insertions} −{diff.deletions})")
+    for command, code in run.commands:
+        status = f"exit {code}" if code is not None else "did not finish"
+        parts.append(f"ran {command} ({status})")
+    if not parts:
+        return None
+    text = ", ".join(parts)
+    return store.append(run.session.id, Message.assistant(text), kind="actions",
+                        metadata={"run_id": run.run_id, "applied": None})
+
+
+def edit_event(diffs: Sequence[FileDiff], workspace: Workspace) -> EditEvent:
+    files = tuple(
+        FileChangeInfo(workspace.display_path(d.path), d.kind, d.insertions, d.deletions,
+                       workspace.display_path(d.old_path) if d.old_path else None)
+        for d in diffs
+    )
+    summary = ChangeSummary(
+        files=len(diffs),
+        created=sum(d.kind == "create" for d in diffs),
+        updated=sum(d.kind == "update" for d in diffs),
+        deleted=sum(d.kind == "delete" for d in diffs),
+        renamed=sum(d.kind == "rename" for d in diffs),
+        insertions=sum(d.insertions for d in diffs),
+        deletions=sum(d.deletions for d in diffs),
+    )
+    return EditEvent(files=files, summary=str(summary))
+
+
+_Entry = tuple[Message, int | None]  # a message of the request history, its seq in the store
+
+
+def answer_orphans(entries: list[_Entry]) -> list[_Entry]:
+    """A process killed mid-tool leaves calls without results; providers refuse those, so the
+    request history answers them as interrupted, and leaves out results that answer no call
+    before them (two processes writing one session). The store keeps what really happened."""
+    out: list[_Entry] = []
+    pending: list[ToolCall] = []
+    for message, seq in entries:
+        if message.role == "tool":
+            if not any(c.id == message.tool_call_id for c in pending):
+                continue
+            pending = [c for c in pending if c.id != message.tool_call_id]
+        else:
+            out.extend(_interrupted(pending))
+            pending = list(message.tool_calls) if message.role == "assistant" else []
+        out.append((message, seq))
+    out.extend(_interrupted(pending))
+    return out
+
+
+def _interrupted(calls: Sequence[ToolCall]) -> list[_Entry]:
+    return [
+        (Message.tool(c.id, to_json(fail("NOT_RUN", "Not run: the run was interrupted.")),
+                      c.name), None)
+        for c in calls
+    ]
