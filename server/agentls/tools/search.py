@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pathspec import GitIgnoreSpec
 
+from agentls.tools.fence_rules import AGENTLSIGNORE, GITIGNORE
 from agentls.tools.output import fail, ok
-from agentls.tools.workspace import AGENTLSIGNORE, GITIGNORE, FenceError
+from agentls.tools.workspace import FenceError
 
 if TYPE_CHECKING:
     from agentls.tools.workspace import Workspace

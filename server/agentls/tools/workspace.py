@@ -31,8 +31,6 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote, urlparse
 
-from pathspec import GitIgnoreSpec
-
 from agentls.tools.changeset import (
     Base,
     ChangeKind,
@@ -41,19 +39,7 @@ from agentls.tools.changeset import (
     encode_text,
     sha256_hex,
 )
-
-DEFAULT_DENY: tuple[str, ...] = (
-    ".git/",
-    ".env",
-    ".env.*",
-    "*.pem",
-    "*.key",
-    "id_rsa*",
-    ".agentls/",
-    # A killed apply's temporary and backup files (tools/changeset.py): never search results.
-    ".*.agentls-tmp",
-    ".*.agentls-bak",
-)
+from agentls.tools.fence_rules import DEFAULT_DENY, FenceRules, Refusal
 
 FenceCode = Literal[
     "OUTSIDE_WORKSPACE",
@@ -65,9 +51,6 @@ FenceCode = Literal[
     "IS_A_DIRECTORY",
     "ALREADY_EXISTS",
 ]
-
-GITIGNORE = ".gitignore"
-AGENTLSIGNORE = ".agentlsignore"
 
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:(/|$)")
 
@@ -102,37 +85,11 @@ class WorkspacePath:
 
 
 @dataclass(frozen=True)
-class _Refusal:
-    code: Literal["DENIED", "IGNORED"]
-    source: str  # "the deny list", ".gitignore", "src/.gitignore", ".agentlsignore"
-    pattern: str
-
-
-@dataclass(frozen=True)
-class _Rules:
-    """One compiled ignore file (or the deny list)."""
-
-    spec: GitIgnoreSpec
-    source: str
-    base: str  # folder the file applies to, relative to the root ("" for the root)
-    negates: bool  # any "!" pattern: then every parent folder must be checked on its own
-
-
-@dataclass(frozen=True)
 class _Root:
     path: str  # resolved
     label: str
     aliases: tuple[str, ...]  # spellings of the root lexical paths may start with
     fold_case: bool  # the filesystem ignores case, so gitignore matching does too
-
-
-def _compile(lines: Sequence[str], source: str, base: str, fold_case: bool) -> _Rules | None:
-    lines = [ln.lower() if fold_case else ln for ln in lines]
-    spec = GitIgnoreSpec.from_lines(lines)
-    if not len(spec):
-        return None
-    negates = any(p.include is False for p in spec.patterns)
-    return _Rules(spec, source, base, negates)
 
 
 def _inside(path: str, root: str) -> bool:
@@ -158,37 +115,6 @@ def _fs_ignores_case(root: str) -> bool:
 
 def _is_special(mode: int) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-
-
-class _IgnoreFiles:
-    """Compiled ignore files, one per path, recompiled when the file's stat changes."""
-
-    def __init__(self) -> None:
-        self._cache: dict[str, tuple[tuple[int, int, int] | None, _Rules | None]] = {}
-
-    def rules(self, file: str, source: str, base: str, fold_case: bool) -> _Rules | None:
-        try:
-            st = os.stat(file)
-        except OSError:
-            signature = None
-        else:
-            # A FIFO or device named .gitignore must not block or be read.
-            signature = (
-                (st.st_mtime_ns, st.st_size, st.st_ino) if stat.S_ISREG(st.st_mode) else None
-            )
-        cached = self._cache.get(file)
-        if cached is not None and cached[0] == signature:
-            return cached[1]
-        rules = None
-        if signature is not None:
-            try:
-                with open(file, encoding="utf-8", errors="replace") as handle:
-                    lines = handle.read().splitlines()
-            except OSError:
-                lines = []
-            rules = _compile(lines, source, base, fold_case)
-        self._cache[file] = (signature, rules)
-        return rules
 
 
 class Workspace:
@@ -222,9 +148,7 @@ class Workspace:
         self.roots: tuple[Path, ...] = tuple(Path(r.path) for r in built)
         self.deny: tuple[str, ...] = tuple(deny)
         self.changeset: ChangeSet = changeset if changeset is not None else ChangeSet()
-        # Deny patterns are lower-cased and matched against lower-cased paths.
-        self._deny = _compile(self.deny, "the deny list", "", fold_case=True)
-        self._ignore_files = _IgnoreFiles()
+        self._rules = FenceRules(self.deny)
         self._documents: dict[str, tuple[str, int]] = {}
 
     # -- the fence ---------------------------------------------------------------------
@@ -325,13 +249,14 @@ class Workspace:
             st = None
         is_dir = st is not None and stat.S_ISDIR(st.st_mode)
         real_rel = _rel(real, root.path)
-        refusal = self._refusal(root, real_rel, is_dir)
+        refusal = self._rules.refusal(root.path, root.fold_case, real_rel, is_dir)
         if refusal is None and lexical_root is not None:
             for alias in lexical_root.aliases:
                 if _inside(lexical, alias):
                     lexical_rel = _rel(lexical, alias)
                     if lexical_rel != real_rel or lexical_root is not root:
-                        refusal = self._refusal(lexical_root, lexical_rel, is_dir)
+                        refusal = self._rules.refusal(lexical_root.path, lexical_root.fold_case,
+                                                      lexical_rel, is_dir)
                     break
         if refusal is not None:
             raise self._refused(original, refusal)
@@ -343,72 +268,6 @@ class Workspace:
             )
         return root, real, real_rel
 
-    def _refusal(self, root: _Root, rel: str, is_dir: bool) -> _Refusal | None:
-        if rel == ".":
-            return None
-        parts = rel.split("/")
-        if self._deny is not None:
-            refusal = self._match_deny(rel.lower(), parts, is_dir)
-            if refusal is not None:
-                return refusal
-        return self._match_ignores(root, parts, is_dir)
-
-    def _match_deny(self, rel: str, parts: list[str], is_dir: bool) -> _Refusal | None:
-        rules = self._deny
-        assert rules is not None
-        if not rules.negates:
-            # Without negations a folder pattern also matches everything under it.
-            res = rules.spec.check_file(rel + "/" if is_dir else rel)
-            if res.include:
-                return _Refusal("DENIED", rules.source, _pattern(rules, res.index))
-            return None
-        prefix = ""
-        for i, part in enumerate(parts):
-            prefix = f"{prefix}/{part}" if prefix else part
-            last = i == len(parts) - 1
-            res = rules.spec.check_file(prefix.lower() + ("/" if is_dir or not last else ""))
-            if res.include:
-                return _Refusal("DENIED", rules.source, _pattern(rules, res.index))
-        return None
-
-    def _match_ignores(self, root: _Root, parts: list[str], is_dir: bool) -> _Refusal | None:
-        top = self._ignore_files.rules(
-            os.path.join(root.path, AGENTLSIGNORE), AGENTLSIGNORE, "", root.fold_case
-        )
-        active: list[_Rules] = []
-        folder = root.path
-        prefix = ""
-        for i, part in enumerate(parts):
-            # Git reads a folder's .gitignore only once the folder itself is not ignored.
-            source = f"{prefix}/{GITIGNORE}" if prefix else GITIGNORE
-            rules = self._ignore_files.rules(
-                folder + os.sep + GITIGNORE, source, prefix, root.fold_case
-            )
-            if rules is not None:
-                active.append(rules)
-            prefix = f"{prefix}/{part}" if prefix else part
-            last = i == len(parts) - 1
-            candidate = prefix + ("/" if is_dir or not last else "")
-            if root.fold_case:
-                candidate = candidate.lower()
-            verdict = self._decide(top, active, candidate)
-            if verdict is not None:
-                return verdict
-            folder = folder + os.sep + part
-        return None
-
-    @staticmethod
-    def _decide(top: _Rules | None, active: list[_Rules], candidate: str) -> _Refusal | None:
-        for rules in ([top] if top else []) + active[::-1]:
-            sub = candidate[len(rules.base) + 1 :] if rules.base else candidate
-            res = rules.spec.check_file(sub)
-            if res.include is None:
-                continue  # this file says nothing; ask the next one up
-            if res.include:
-                return _Refusal("IGNORED", rules.source, _pattern(rules, res.index))
-            return None  # negated: re-included at this level
-        return None
-
     def _outside(self, original: str) -> FenceError:
         roots = ", ".join(r.path for r in self._roots)
         return FenceError(
@@ -418,7 +277,7 @@ class Workspace:
         )
 
     @staticmethod
-    def _refused(original: str, refusal: _Refusal) -> FenceError:
+    def _refused(original: str, refusal: Refusal) -> FenceError:
         if refusal.code == "DENIED":
             return FenceError(
                 "DENIED",
@@ -593,7 +452,3 @@ class Workspace:
         )
 
 
-def _pattern(rules: _Rules, index: int | None) -> str:
-    if index is None:
-        return "?"
-    return str(rules.spec.patterns[index].pattern)
