@@ -3,32 +3,36 @@
 Pure string work: the tool layer reads the text (through the workspace overlay) and puts the
 result into the ChangeSet. Every layer must find exactly one place; the first layer that finds
 anything decides, because each later layer accepts everything an earlier one does.
+
+The folds and indentation shifts the looser layers allow live in ``match_folds.py``; the
+"closest text" shown when nothing matches, in ``closest_window.py``.
 """
 
 from __future__ import annotations
 
-import difflib
-import heapq
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Literal
 
+from agentls.tools.closest_window import (
+    ClosestWindow,
+    closest_window,
+    format_closest,
+)
+from agentls.tools.match_folds import (
+    Delta,
+    fold_punctuation,
+    indent_delta,
+    reindent,
+    retab,
+    tab_delta,
+)
+
 MatchLayer = Literal["exact", "trailing_whitespace", "indentation", "tabs_spaces",
                      "unicode_punctuation"]
 MatchErrorCode = Literal["NO_MATCH", "AMBIGUOUS", "EMPTY_SEARCH"]
 
-# Typographic punctuation a model tends to type as ASCII (or the other way round).
-_PUNCTUATION_FOLDS = {
-    **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-"),
-    **dict.fromkeys("\u2018\u2019\u201a\u201b", "'"),
-    **dict.fromkeys("\u201c\u201d\u201e\u201f", '"'),
-    **dict.fromkeys(
-        "\u00a0\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000", " "
-    ),
-    "\u2026": "...",
-}
 
 _LAYER_WORDING: dict[MatchLayer, str] = {
     "exact": "exactly",
@@ -38,25 +42,6 @@ _LAYER_WORDING: dict[MatchLayer, str] = {
     "unicode_punctuation": "when indentation and Unicode punctuation are ignored",
 }
 _MAX_LISTED_MATCHES = 10
-_MAX_SHOWN_LINES = 40
-_MAX_SHOWN_LINE_CHARS = 200
-# Above this many windows, difflib only scores the windows a cheap line/word score ranks best.
-_MAX_DIFFLIB_WINDOWS = 200
-_PREFILTERED_WINDOWS = 40
-_WORD = re.compile(r"\w+")
-_TAB_WIDTHS = (4, 8, 2)  # tried in this order: the first width that lines the block up wins
-Delta = tuple[str, str, int]  # (search base, file base, tab width; 0: leads compared as text)
-
-
-def fold_punctuation(text: str) -> str:
-    """Curly quotes, dashes, odd spaces and the ellipsis replaced by their ASCII forms."""
-    if text.isascii():
-        return text
-    # A few C-speed replaces beat str.translate's per-character dictionary lookups.
-    for char, ascii_form in _PUNCTUATION_FOLDS.items():
-        if char in text:
-            text = text.replace(char, ascii_form)
-    return text
 
 
 @dataclass(frozen=True)
@@ -76,19 +61,6 @@ class EditOutcome:
     @property
     def layers(self) -> tuple[MatchLayer, ...]:
         return tuple(edit.layer for edit in self.edits)
-
-
-@dataclass(frozen=True)
-class ClosestWindow:
-    """The lines of a file most similar to a block that was not found."""
-
-    start_line: int
-    lines: tuple[str, ...]
-    similarity: float
-
-    @property
-    def end_line(self) -> int:
-        return self.start_line + len(self.lines) - 1
 
 
 class MatchError(Exception):
@@ -132,54 +104,6 @@ def apply_edits(text: str, edits: Sequence[tuple[str, str]]) -> EditOutcome:
         applied.append(AppliedEdit(match.layer, start_line, max(start_line, end_line)))
         current = current[: match.start] + match.replacement + current[match.end :]
     return EditOutcome(current, tuple(applied))
-
-
-def closest_window(file_lines: Sequence[str], pattern: Sequence[str]) -> ClosestWindow | None:
-    """The run of ``len(pattern)`` file lines most similar to ``pattern`` (difflib ratio)."""
-    if not file_lines or not pattern:
-        return None
-    size = min(len(pattern), len(file_lines))
-    starts: Sequence[int] = range(len(file_lines) - size + 1)
-    if len(starts) > _MAX_DIFFLIB_WINDOWS:
-        starts = _promising_windows(file_lines, pattern, size)
-    matcher = difflib.SequenceMatcher(None, autojunk=False)
-    matcher.set_seq2("\n".join(_loose(line) for line in pattern))
-    scored: list[tuple[float, int]] = []
-    for start in starts:
-        matcher.set_seq1("\n".join(_loose(line) for line in file_lines[start : start + size]))
-        scored.append((matcher.quick_ratio(), start))
-    # quick_ratio bounds ratio from above, so stop once no remaining window can win.
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    best_ratio, best_start = -1.0, 0
-    for bound, start in scored:
-        if bound < best_ratio:
-            break
-        matcher.set_seq1("\n".join(_loose(line) for line in file_lines[start : start + size]))
-        ratio = matcher.ratio()
-        if ratio > best_ratio or (ratio == best_ratio and start < best_start):
-            best_ratio, best_start = ratio, start
-    return ClosestWindow(
-        best_start + 1, tuple(file_lines[best_start : best_start + size]), best_ratio
-    )
-
-
-def format_closest(window: ClosestWindow) -> str:
-    """The window as numbered lines, introduced by its line range and similarity."""
-    shown = window.lines[:_MAX_SHOWN_LINES]
-    width = len(str(window.start_line + len(shown) - 1))
-    body = "\n".join(
-        f"{window.start_line + offset:>{width}} | {_shorten(line)}"
-        for offset, line in enumerate(shown)
-    )
-    more = len(window.lines) - len(shown)
-    if more:
-        body += f"\n... ({more} more lines)"
-    span = (
-        f"line {window.start_line}"
-        if window.start_line == window.end_line
-        else f"lines {window.start_line}-{window.end_line}"
-    )
-    return f"The closest text in the file is {span} ({window.similarity:.0%} similar):\n{body}"
 
 
 @dataclass(frozen=True)
@@ -342,8 +266,8 @@ def _find_lines(
             continue
         if tolerant:
             block = split.contents[start : start + size]
-            delta = (_tab_delta(block, search_lines) if layer == "tabs_spaces"
-                     else _indent_delta(block, search_lines, fold))
+            delta = (tab_delta(block, search_lines) if layer == "tabs_spaces"
+                     else indent_delta(block, search_lines, fold))
             if delta is None:
                 continue
             if not starts:
@@ -352,96 +276,6 @@ def _find_lines(
         if len(starts) > _MAX_LISTED_MATCHES:
             break
     return starts, first_delta
-
-
-def _tab_delta(file_block: Sequence[str], search_block: Sequence[str]) -> Delta | None:
-    """Like ``_indent_delta`` with tabs expanded to a width that lines the blocks up: for a
-    file indented with tabs and a search indented with spaces (or the reverse)."""
-    pairs = [(_lead(f), _lead(s)) for f, s in zip(file_block, search_block, strict=True)
-             if f.strip()]
-    for width in _TAB_WIDTHS:
-        file_cols = [len(f.expandtabs(width)) for f, _ in pairs]
-        search_cols = [len(s.expandtabs(width)) for _, s in pairs]
-        if not file_cols:
-            return "", "", width
-        shift = file_cols[0] - search_cols[0]
-        if all(f - s == shift for f, s in zip(file_cols, search_cols, strict=True)):
-            file_base = pairs[file_cols.index(min(file_cols))][0]
-            search_base = pairs[search_cols.index(min(search_cols))][1]
-            return search_base, file_base, width
-    return None
-
-
-def _retab(text: str, delta: Delta, file_block: Sequence[str]) -> str:
-    """``text`` re-indented into the file's columns and its indentation character."""
-    search_base, file_base, width = delta
-    shift = len(file_base.expandtabs(width)) - len(search_base.expandtabs(width))
-    tabs = any(_lead(line).startswith("\t") for line in file_block)
-    lines = []
-    for line in text.split("\n"):
-        if not line.strip():
-            lines.append(line)
-            continue
-        columns = max(0, len(_lead(line).expandtabs(width)) + shift)
-        lead = "\t" * (columns // width) + " " * (columns % width) if tabs else " " * columns
-        lines.append(lead + line.lstrip())
-    return "\n".join(lines)
-
-
-def _indent_delta(
-    file_block: Sequence[str], search_block: Sequence[str], fold: bool
-) -> Delta | None:
-    """``(search_base, file_base)`` if the blocks differ only by a uniform indentation."""
-    file_leads: list[str] = []
-    search_leads: list[str] = []
-    for file_line, search_line in zip(file_block, search_block, strict=True):
-        if file_line.strip():
-            file_leads.append(_lead(file_line))
-            search_leads.append(_lead(search_line))
-    file_base = _common_prefix(file_leads)
-    search_base = _common_prefix(search_leads)
-    for file_lead, search_lead in zip(file_leads, search_leads, strict=True):
-        file_rest = file_lead[len(file_base) :]
-        search_rest = search_lead[len(search_base) :]
-        if fold:
-            file_rest, search_rest = fold_punctuation(file_rest), fold_punctuation(search_rest)
-        if file_rest != search_rest:
-            return None
-    return search_base, file_base, 0
-
-
-def _common_prefix(texts: Sequence[str]) -> str:
-    if not texts:
-        return ""
-    # The lexicographically smallest and largest strings bound what all of them share.
-    low, high = min(texts), max(texts)
-    size = 0
-    while size < len(low) and low[size] == high[size]:
-        size += 1
-    return low[:size]
-
-
-def _lead(line: str) -> str:
-    return line[: len(line) - len(line.lstrip())]
-
-
-def _reindent(text: str, search_base: str, file_base: str) -> str:
-    if search_base == file_base:
-        return text
-    lines = []
-    for line in text.split("\n"):
-        if not line.strip():
-            lines.append(line)
-        elif line.startswith(search_base):
-            lines.append(file_base + line[len(search_base) :])
-        elif file_base.startswith(search_base):
-            lines.append(file_base[len(search_base) :] + line)
-        elif search_base.startswith(file_base):
-            removable = min(len(search_base) - len(file_base), len(_lead(line)))
-            lines.append(line[removable:])
-        else:
-            lines.append(line)
-    return "\n".join(lines)
 
 
 def _line_match(
@@ -457,9 +291,9 @@ def _line_match(
     last = start + len(search_lines) - 1
     replacement = replace.replace("\r\n", "\n")
     if layer == "tabs_spaces":
-        replacement = _retab(replacement, delta, split.contents[start : last + 1])
+        replacement = retab(replacement, delta, split.contents[start : last + 1])
     elif layer in ("indentation", "unicode_punctuation"):
-        replacement = _reindent(replacement, delta[0], delta[1])
+        replacement = reindent(replacement, delta[0], delta[1])
     if not trailing_newline:
         end = split.content_end(last)
     elif split.has_newline(last):
@@ -502,37 +336,6 @@ def _replacement_line(text: str, replace: str, file_eol: str) -> int | None:
         if position >= 0:
             return text.count("\n", 0, position) + 1
     return None
-
-
-def _promising_windows(file_lines: Sequence[str], pattern: Sequence[str], size: int) -> list[int]:
-    """Window starts ranked by a cheap score: whole lines found in the pattern, then words."""
-    pattern_lines = {_loose(line) for line in pattern} - {""}
-    pattern_words = set(_WORD.findall(" ".join(pattern)))
-    scores = []
-    for line in file_lines:
-        loose = _loose(line)
-        if loose in pattern_lines:
-            scores.append(2.0)
-            continue
-        words = set(_WORD.findall(loose))
-        scores.append(len(words & pattern_words) / len(words) if words else 0.0)
-    totals = [0.0, *accumulate(scores)]
-    window_scores = (
-        (totals[start + size] - totals[start], -start)
-        for start in range(len(file_lines) - size + 1)
-    )
-    best = heapq.nlargest(_PREFILTERED_WINDOWS, window_scores)
-    return sorted(-negated for _, negated in best)
-
-
-def _loose(line: str) -> str:
-    return " ".join(fold_punctuation(line).split())
-
-
-def _shorten(line: str) -> str:
-    if len(line) <= _MAX_SHOWN_LINE_CHARS:
-        return line
-    return line[:_MAX_SHOWN_LINE_CHARS] + " ..."
 
 
 def _dominant_eol(text: str) -> str:

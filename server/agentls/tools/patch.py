@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agentls.tools.matching import closest_window, format_closest
+from agentls.tools.closest_window import closest_window, format_closest
 
 BEGIN_PATCH = "*** Begin Patch"
 END_PATCH = "*** End Patch"

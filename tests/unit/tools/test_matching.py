@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agentls.tools.matching import (
-    EditOutcome,
-    MatchError,
-    apply_edits,
-    closest_window,
-    fold_punctuation,
-)
+from agentls.tools.closest_window import closest_window
+from agentls.tools.match_folds import fold_punctuation
+from agentls.tools.matching import EditOutcome, MatchError, apply_edits
 
 
 def edit(text: str, search: str, replace: str) -> EditOutcome:
