@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentls.tools.diff_window import unified_diff
 from agentls.tools.matching import MatchError, apply_edits
 from agentls.tools.output import fail, ok
-from agentls.tools.patch import PatchError, parse_patch, plan_patch
+from agentls.tools.patch import PatchError, parse_patch
+from agentls.tools.patch_plan import plan_patch
 from agentls.tools.workspace import Workspace, WorkspacePath
 
 LIST_LIMIT = 500

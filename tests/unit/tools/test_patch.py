@@ -7,13 +7,12 @@ import pytest
 from agentls.tools.patch import (
     AddFile,
     DeleteFile,
-    FileChange,
     PatchError,
     UpdateChunk,
     UpdateFile,
     parse_patch,
-    plan_patch,
 )
+from agentls.tools.patch_plan import FileChange, plan_patch
 
 
 def wrap(body: str) -> str:
