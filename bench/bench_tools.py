@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 from agentls.tools import files
-from agentls.tools.search import rg_command, search_text
+from agentls.tools.search import search_text
+from agentls.tools.search_rg import rg_command
 from agentls.tools.workspace import Workspace
 from bench.harness import Figure, median_ms
 

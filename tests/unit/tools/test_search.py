@@ -10,14 +10,9 @@ from typing import Any
 import pytest
 
 from agentls.tools import search as search_module
-from agentls.tools.search import (
-    COUNT_LIMIT,
-    LINE_TEXT_LIMIT,
-    MAX_RESULTS_LIMIT,
-    find_rg,
-    rg_command,
-    search_text,
-)
+from agentls.tools.search import search_text
+from agentls.tools.search_rg import find_rg, rg_command
+from agentls.tools.search_state import COUNT_LIMIT, LINE_TEXT_LIMIT, MAX_RESULTS_LIMIT
 from agentls.tools.workspace import Workspace
 
 ENGINES = ["rg", "python"]
