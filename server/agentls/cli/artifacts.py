@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agentls import redaction
-from agentls.engine.sessions import ensure_state_dir
+from agentls.engine.state_dir import ensure_state_dir
 from agentls.redaction import MARKER as REDACTED
 from agentls.redaction import MIN_SECRET_LENGTH as MIN_SECRET_LENGTH
 

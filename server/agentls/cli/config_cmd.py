@@ -67,7 +67,7 @@ def _run(args: argparse.Namespace, workspace: Path) -> int:
                 print(f"agentls config: the workspace folder {workspace} does not exist; pass "
                       "an existing folder with --cwd", file=sys.stderr)
                 return exitcodes.USAGE
-            from agentls.engine.sessions import ensure_state_dir
+            from agentls.engine.state_dir import ensure_state_dir
 
             try:
                 ensure_state_dir(workspace)  # .agentls/ carries its .gitignore, as a run's does

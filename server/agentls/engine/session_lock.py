@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from agentls.engine.sessions import STATE_DIR, ensure_state_dir
+from agentls.engine.state_dir import STATE_DIR, ensure_state_dir
 
 LOCK_DIR = "locks"
 

@@ -4,32 +4,41 @@ Every message is committed on its own as soon as it is appended, so a killed pro
 most the message it was writing. WAL mode lets the LSP server and a CLI process share the file;
 each thread gets its own connection. Nothing here ever holds a credential, and ``redact`` drops
 anything that looks like one from metadata before it is written.
+
+The schema and its migrations are in ``session_schema.py``; the ``.agentls/`` folder and its
+``.gitignore`` in ``state_dir.py``. At ~410 lines this is the store alone: sessions, messages
+and their metadata, and the command history.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from agentls import redaction
+from agentls.engine.session_schema import (
+    migrate,
+)
+from agentls.engine.state_dir import (
+    STATE_DB,
+    STATE_DIR,
+    ensure_state_dir,
+)
 from agentls.llm.messages import Message, ToolCall, canonical_json
 from agentls.redaction import without_credential_keys as redact
 
 SessionMode = Literal["chat", "automation"]
 MessageKind = Literal["message", "summary", "actions"]
 
-STATE_DIR = ".agentls"
-STATE_DB = "state.db"
 TITLE_MAX_CHARS = 60
 BUSY_TIMEOUT_MS = 5000
 
@@ -43,10 +52,6 @@ class SessionNotFound(LookupError):
             "list the sessions and pick one, or start a new session"
         )
         self.session_id = session_id
-
-
-class SchemaTooNew(RuntimeError):
-    """The database was written by a newer AgentLS than this one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,138 +124,6 @@ def title_from(text: str | None) -> str | None:
         return line
     return line[: TITLE_MAX_CHARS - 1].rstrip() + "…"
 
-
-# --- schema -----------------------------------------------------------------------------------
-
-Migration = Callable[[sqlite3.Connection], None]
-
-_SCHEMA_V1 = (
-    """CREATE TABLE workspaces (
-        id TEXT PRIMARY KEY,
-        root_path TEXT UNIQUE NOT NULL,
-        created_at REAL NOT NULL,
-        last_active REAL NOT NULL
-    )""",
-    """CREATE TABLE sessions (
-        id TEXT PRIMARY KEY,
-        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
-        title TEXT,
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL,
-        backend TEXT NOT NULL,
-        model TEXT NOT NULL,
-        mode TEXT NOT NULL CHECK (mode IN ('chat', 'automation')),
-        metadata TEXT
-    )""",
-    "CREATE INDEX idx_sessions_updated ON sessions(updated_at DESC, id DESC)",
-    """CREATE TABLE messages (
-        id INTEGER PRIMARY KEY,
-        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-        seq INTEGER NOT NULL,
-        role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
-        content TEXT,
-        tool_calls TEXT,
-        tool_call_id TEXT,
-        tool_name TEXT,
-        kind TEXT NOT NULL DEFAULT 'message' CHECK (kind IN ('message', 'summary', 'actions')),
-        metadata TEXT,
-        created_at REAL NOT NULL
-    )""",
-    "CREATE UNIQUE INDEX idx_messages_session_seq ON messages(session_id, seq)",
-    """CREATE TABLE command_history (
-        id INTEGER PRIMARY KEY,
-        session_id TEXT REFERENCES sessions(id) ON DELETE CASCADE,
-        command TEXT NOT NULL,
-        created_at REAL NOT NULL
-    )""",
-    "CREATE INDEX idx_command_history_session ON command_history(session_id)",
-)
-
-
-def _schema_v1(conn: sqlite3.Connection) -> None:
-    for statement in _SCHEMA_V1:
-        conn.execute(statement)
-
-
-# Append-only: migration N (1-based) brings a database from user_version N-1 to N.
-MIGRATIONS: tuple[Migration, ...] = (_schema_v1,)
-SCHEMA_VERSION = len(MIGRATIONS)
-
-
-def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> int:
-    """Bring the database to ``len(migrations)`` in one transaction; return the new version.
-
-    The version is read again under the write lock, so two processes opening a fresh file at
-    the same moment apply each migration once.
-    """
-    target = len(migrations)
-    if _user_version(conn) == target:
-        return target
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        current = _user_version(conn)
-        if current > target:
-            raise SchemaTooNew(
-                f"this state.db has schema version {current} but this AgentLS knows only "
-                f"{target}; upgrade AgentLS or delete .agentls/state.db"
-            )
-        for migration in migrations[current:]:
-            migration(conn)
-        conn.execute(f"PRAGMA user_version = {int(target)}")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    return target
-
-
-def _user_version(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("PRAGMA user_version").fetchone()[0])
-
-
-# State stays out of git; config.toml and instructions.md are meant to be committed (DESIGN 9).
-STATE_GITIGNORE = """\
-# Written by AgentLS. Local state is ignored; config.toml and instructions.md are meant to be
-# committed and shared with the team.
-state.db*
-index.db*
-runs/
-scratch/
-cache/
-explain/
-locks/
-*.bak
-*.tmp
-"""
-# What earlier versions wrote: "*" hid config.toml too; the next one lacked locks/.
-_OLD_GITIGNORES = ("*\n", "*", STATE_GITIGNORE.replace("locks/\n", ""))
-
-
-def ensure_state_dir(root: Path) -> Path:
-    """The workspace's ``.agentls/`` folder, with a ``.gitignore`` that keeps state out of git
-    and lets config and instructions be committed. One written by an older version (``*``)
-    is upgraded; one the person wrote is left alone."""
-    state_dir = root / STATE_DIR
-    state_dir.mkdir(parents=True, exist_ok=True)
-    ignore = state_dir / ".gitignore"
-    try:
-        with ignore.open("x", encoding="utf-8") as handle:
-            handle.write(STATE_GITIGNORE)
-    except FileExistsError:
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            if ignore.read_text(encoding="utf-8") in _OLD_GITIGNORES:
-                _replace_text(ignore, STATE_GITIGNORE)
-    return state_dir
-
-
-def _replace_text(path: Path, text: str) -> None:
-    """Write through a temporary file and rename, so no half-written file is ever seen."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
-
-
-# --- the store --------------------------------------------------------------------------------
 
 _SESSION_COLUMNS = (
     "s.id, s.workspace_id, s.title, s.created_at, s.updated_at, s.backend, s.model, s.mode,"

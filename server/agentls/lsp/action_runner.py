@@ -256,7 +256,7 @@ def _excerpt(text: str) -> str:
 def write_explanation(root: Path, target: ActionTarget, spec: ActionSpec, text: str) -> Path:
     """The explanation as a Markdown file under ``.agentls/explain/`` (a real file: every
     editor can show it); the oldest beyond ``EXPLANATIONS_KEPT`` are removed."""
-    from agentls.engine.sessions import ensure_state_dir
+    from agentls.engine.state_dir import ensure_state_dir
 
     ensure_state_dir(root)  # .agentls/ with its .gitignore, so git never sees these
     folder = root / EXPLAIN_FOLDER

@@ -17,6 +17,10 @@ Decisions worth knowing:
   show the agent a git-ignored folder); the deny list wins over both.
 - A symlink is followed: both the path as written and the file it resolves to must pass
   the fence, and the resolved path is the one returned (writes land on the real file).
+
+At ~450 lines this module stays one: ``Workspace`` is one object (resolving a path through the
+fence, then reading and staging through the overlay share its roots and open documents); the
+rules themselves are in ``fence_rules.py``.
 """
 
 from __future__ import annotations

@@ -12,16 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agentls.engine.sessions import (
-    SCHEMA_VERSION,
-    STATE_GITIGNORE,
-    SchemaTooNew,
-    SessionNotFound,
-    SessionStore,
-    migrate,
-    new_session_id,
-    redact,
-)
+from agentls.engine.session_schema import SCHEMA_VERSION, SchemaTooNew, migrate
+from agentls.engine.sessions import SessionNotFound, SessionStore, new_session_id, redact
+from agentls.engine.state_dir import STATE_GITIGNORE
 from agentls.llm.messages import Message, ToolCall
 
 
@@ -92,7 +85,7 @@ def test_a_later_migration_adds_a_column_once(tmp_path: Path) -> None:
     def add_pinned(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE sessions ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0")
 
-    from agentls.engine.sessions import MIGRATIONS
+    from agentls.engine.session_schema import MIGRATIONS
 
     conn = raw(tmp_path / "state.db")
     conn.isolation_level = None
