@@ -61,6 +61,10 @@ class Editor:
     def new_workspace(self) -> Workspace:
         return Workspace(self.roots)
 
+    @property
+    def root(self) -> Path:
+        return self.roots[0]
+
     def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         task = asyncio.create_task(coroutine)
         self._background.add(task)
