@@ -9,6 +9,7 @@ import copy
 import json
 import os
 import queue
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -151,9 +152,11 @@ def test_fuzzed_messages_never_stop_the_server(tmp_path: Path) -> None:
         try:
             answer = probe(client)
         except queue.Empty:
+            client.proc.send_signal(signal.SIGUSR1)  # the server's threads' stacks, to stderr
+            time.sleep(2)
             raise AssertionError(f"no answer after message {counts['sent']} (server exit "
                                  f"code {client.proc.poll()}): {body[:300]!r}\nserver log "
-                                 f"tail:\n{client.stderr[-3000:].decode(errors='replace')}"
+                                 f"tail:\n{client.stderr[-12000:].decode(errors='replace')}"
                                  ) from None
         assert "result" in answer
         counts["probes"] += 1

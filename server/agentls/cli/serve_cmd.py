@@ -9,6 +9,7 @@ Logs go to the editor (window/logMessage), to stderr (warnings) and to --log-fil
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import os
 import signal
@@ -98,6 +99,9 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
         print(TTY_NOTICE, file=sys.stderr, flush=True)
     server = create_server()
     configure_logging(server, args.verbose, args.log_file)
+    # `kill -USR1 PID` writes every thread's stack to stderr (the editor's AgentLS log): what a
+    # server that stopped answering is doing, without stopping it (docs/CONTRIBUTING.md).
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     if args.tcp is not None:
         host, port = args.tcp
         server.start_tcp(host, port)
