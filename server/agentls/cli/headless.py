@@ -1,5 +1,5 @@
-"""What ``agentls run`` and ``agentls loop`` share: options, set-up, iterations, writing the
-changes, artifacts, and the closing report.
+"""What ``agentls run`` and ``agentls loop`` share: set-up, iterations, writing the changes,
+artifacts, and the closing report (their options are in ``run_options.py``).
 
 Order of a headless run: open the artifacts folder (if asked), read the prompt, load the
 settings (flags over config, RG-002), pick the backend (``--backend``, else the session's,
@@ -12,6 +12,10 @@ object on stdout.
 Ctrl-C cancels the iteration in progress: the engine closes the session cleanly (every tool
 call answered, every message stored), the pending changes are dropped, and the exit code is
 130. (An agent CLI is stopped too, but what it already wrote stays written.)
+
+At ~530 lines this stays one module: the steps above are one object's life, sharing its
+renderer, report, session lock and artifacts; the runners (``runners.py``), rendering
+(``render.py``), the report (``report.py``) and artifacts (``artifacts.py``) are apart.
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ import contextlib
 import io
 import os
 import platform
-import re
 import signal
 import sqlite3
 import sys
@@ -49,62 +52,6 @@ from agentls.engine.sessions import SessionInfo, SessionStore, title_from
 from agentls.llm.backend import HINTS
 
 SECRET_NAME_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
-_DURATION_SCALE = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-# --- options ------------------------------------------------------------------------------
-
-
-def parse_duration(text: str) -> float:
-    """``90s``, ``2m``, ``1h``, ``500ms`` or plain seconds, as seconds (> 0)."""
-    found = _DURATION.match(text)
-    if not found:
-        raise argparse.ArgumentTypeError(
-            f"invalid duration {text!r}: use a number with a unit, like 90s, 2m, 1h or 500ms")
-    seconds = float(found.group(1)) * _DURATION_SCALE[(found.group(2) or "s").lower()]
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: it must be more than 0")
-    return seconds
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number above 0, got {text!r}")
-    return value
-
-
-def add_common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--backend", help="backend name (see `agentls config list`)")
-    parser.add_argument("--model", help="model name for the chosen backend")
-    parser.add_argument("-C", "--cwd", type=Path, default=argparse.SUPPRESS,
-                        help="workspace folder (default: the current directory)")
-    parser.add_argument("--session", metavar="ID",
-                        help="continue this session (see `agentls sessions`); default: a new one")
-    parser.add_argument("--wait", action=argparse.BooleanOptionalAction, default=False,
-                        help="when another process runs the session, wait for it (default: "
-                             "fail with 'session busy', exit 69)")
-    parser.add_argument("-q", "--quiet", action="store_true",
-                        help="only the assistant's text on stdout and errors on stderr")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object at the end and nothing else on stdout")
-    parser.add_argument("--artifacts", action="store_true",
-                        help="write meta.json, transcript.ndjson and result.json to "
-                        ".agentls/runs/<id>/")
-    parser.add_argument("--artifacts-dir", type=Path, metavar="DIR",
-                        help="write the artifacts to DIR/<id>/ instead (implies --artifacts)")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="do not read or write the response cache")
-    parser.add_argument("-y", "--yes", action="store_true",
-                        help="approve tool calls that need approval (shell commands)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="show the diff and write nothing")
-    parser.add_argument("--timeout", type=parse_duration, metavar="DURATION",
-                        help="time limit of the whole command: 90s, 2m, 1h (config: timeout_ms)")
 
 
 # --- the run ------------------------------------------------------------------------------

@@ -16,9 +16,12 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentls.cli.headless import Headless, add_common_options, positive_int
+from agentls.cli.run_options import add_common_options, positive_int
+
+if TYPE_CHECKING:
+    from agentls.cli.headless import Headless
 from agentls.engine.completion import Completion, CompletionMode, check
 from agentls.engine.progress import SIMILARITY_THRESHOLD, ProgressTracker
 
@@ -61,6 +64,8 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
         flags["completion_mode"] = args.completion
     if args.no_progress_limit is not None:
         flags["no_progress_limit"] = args.no_progress_limit
+    from agentls.cli.headless import Headless
+
     headless = Headless(args, workspace, command="loop", source=args.task,
                         settings_flags=flags)
     return headless.execute(_loop)

@@ -11,9 +11,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentls.cli.headless import Headless, add_common_options, positive_int
+from agentls.cli.run_options import add_common_options, positive_int
+
+if TYPE_CHECKING:
+    from agentls.cli.headless import Headless
 
 DESCRIPTION = """\
 Run the agent once on a prompt. Changes are written atomically at the end;
@@ -89,6 +92,8 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
         source = prompt_source(args.words, args.prompt_text, workspace)
     except PromptUsageError as exc:
         source, problem = PromptSource(), str(exc)
+    from agentls.cli.headless import Headless
+
     headless = Headless(args, workspace, command="run",
                         source=source.file if source.file is not None else "inline",
                         settings_flags=flags, inline_prompt=source.text, prompt_problem=problem)
