@@ -13,12 +13,10 @@ from typing import Any, Literal
 
 from agentls.permission_policy import (
     ALLOW_LIST_REASON,
-    ARITHMETIC,
     DEFAULT_SHELL_ALLOW,
     DEFAULT_SHELL_DENY,
     DEFAULT_TOOL_PERMISSIONS,
     SHELL_TOOL,
-    SUBSTITUTION,
     Decision,
     Permission,
     PermissionPolicy,
@@ -27,6 +25,7 @@ from agentls.permission_policy import (
     grant_key,
     split_commands,
 )
+from agentls.shell_words import ARITHMETIC, SUBSTITUTION
 from agentls.tools.output import fail
 
 __all__ = [  # the policy's names, re-exported for callers that import them from here
