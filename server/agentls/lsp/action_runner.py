@@ -37,7 +37,8 @@ from agentls.lsp.action_prompts import (
 )
 from agentls.lsp.edits import plan_workspace_edit
 from agentls.lsp.protocol import ParamsError, plain
-from agentls.lsp.runs import Turn, TurnRefused, TurnRequest
+from agentls.lsp.runs import TurnRefused
+from agentls.lsp.turn import Turn, TurnRequest
 from agentls.tools.changeset import ChangeSet
 
 if TYPE_CHECKING:

@@ -25,7 +25,8 @@ from agentls.lsp.commands import register_command
 from agentls.lsp.context import ServerContext
 from agentls.lsp.handlers import logged, refused_error
 from agentls.lsp.protocol import ChatContext, ChatParams, ChatResult, ParamsError
-from agentls.lsp.runs import TurnRefused, TurnRequest
+from agentls.lsp.runs import TurnRefused
+from agentls.lsp.turn import TurnRequest
 
 if TYPE_CHECKING:
     from agentls.engine.context import Attachments

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
     from agentls.config import Settings
     from agentls.lsp.engine_host import EngineHost
-    from agentls.lsp.runs import Turn, TurnRequest
-    from agentls.lsp.settings import ResolvedSettings
+    from agentls.lsp.resolved_settings import ResolvedSettings
+    from agentls.lsp.turn import Turn, TurnRequest
     from agentls.tools.workspace import Workspace
 
 

@@ -31,6 +31,7 @@ from lsprotocol import types as lsp
 
 from agentls.lsp import documents
 from agentls.lsp.edits import WorkspaceEditPlan, plan_workspace_edit
+from agentls.lsp.turn import Delivery
 from agentls.tools.changeset import Base, ChangeSet
 
 if TYPE_CHECKING:
@@ -43,14 +44,6 @@ if TYPE_CHECKING:
 NOTES_KEY = "pending_notes"
 CANCELLED_NOTE = ("none of your changes from the last turn were applied: the person "
                   "cancelled the run before they were shown, so the files are as they were")
-
-
-@dataclass(frozen=True)
-class Delivery:
-    applied: bool | None  # None: nothing was sent
-    failure_reason: str | None = None
-    stale: tuple[Path, ...] = ()
-    skipped: tuple[Path, ...] = ()  # changes this client cannot receive as an edit
 
 
 # --- notes for the next turn -----------------------------------------------------------------

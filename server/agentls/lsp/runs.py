@@ -23,7 +23,7 @@ import asyncio
 import dataclasses
 import logging
 import math
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -32,21 +32,16 @@ from agentls.engine.queue import SessionBusy, SessionQueue
 from agentls.lsp.protocol import (
     INVALID_PARAMS,
     REQUEST_FAILED,
-    ChatResult,
     ErrorPayload,
-    FileChangePayload,
 )
 from agentls.lsp.rate_limit import ChatRateLimiter, RateLimitFull
+from agentls.lsp.turn import Turn, TurnRequest
 
 if TYPE_CHECKING:
-    from agentls.engine.agent import RunResult
-    from agentls.engine.context import Attachments
     from agentls.lsp.context import ServerContext
-    from agentls.lsp.delivery import Delivery
     from agentls.lsp.engine_host import EngineHost
     from agentls.lsp.frontend import LspFrontend
-    from agentls.lsp.settings import LspSettings
-    from agentls.tools.workspace import Workspace
+    from agentls.lsp.resolved_settings import LspSettings
 
 log = logging.getLogger(__name__)
 
@@ -60,62 +55,6 @@ class TurnRefused(Exception):
         self.message = message
         self.code = code
         self.data = data
-
-
-@dataclass
-class TurnRequest:
-    prompt: str
-    session_id: str | None = None  # None: a new session
-    mode: Literal["chat", "automation"] = "chat"
-    title: str | None = None  # of a new session; default: from the prompt
-    attachments: Attachments | None = None
-    tools: Sequence[str] | None = None  # restrict the toolbox
-    max_iterations: int | None = None
-    timeout_s: float | None = None
-    work_done_token: str | int | None = None  # the client's, when it sent one
-    progress_title: str = "AgentLS"
-    rate_limited: bool = True  # counts against lsp.chat_requests_per_minute
-    interactive: bool = True  # approvals and ask_user go to the person
-    send_edit: bool = True  # False: the caller turns turn.result.changeset into an edit itself
-
-
-@dataclass
-class Turn:
-    session_id: str
-    run_id: str
-    stop_reason: str = "cancelled"
-    text: str = ""
-    result: RunResult | None = None  # None when the run never started
-    workspace: Workspace | None = None
-    delivery: Delivery | None = None
-    error: ErrorPayload | None = None
-
-    def changes(self) -> list[FileChangePayload]:
-        if self.result is None or not self.result.send_changes or self.stop_reason == "cancelled":
-            return []
-        out: list[FileChangePayload] = []
-        for diff in self.result.diffs:
-            item: FileChangePayload = {"uri": diff.path.as_uri(), "kind": diff.kind,
-                                       "insertions": diff.insertions,
-                                       "deletions": diff.deletions}
-            if diff.old_path is not None:
-                item["oldUri"] = diff.old_path.as_uri()
-            out.append(item)
-        return out
-
-    @property
-    def applied(self) -> bool | None:
-        return self.delivery.applied if self.delivery is not None else None
-
-    def chat_result(self) -> ChatResult:
-        out: ChatResult = {"sessionId": self.session_id, "runId": self.run_id,
-                           "text": self.text, "stopReason": self.stop_reason,
-                           "changes": self.changes(), "applied": self.applied}
-        if self.delivery is not None and self.delivery.failure_reason:
-            out["failureReason"] = self.delivery.failure_reason
-        if self.error is not None:
-            out["error"] = self.error
-        return out
 
 
 @dataclass

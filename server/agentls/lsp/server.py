@@ -40,7 +40,8 @@ from agentls.lsp import settings as lsp_settings
 from agentls.lsp.context import ServerContext
 from agentls.lsp.handlers import logged as logged  # re-exported for older imports
 from agentls.lsp.handlers import refused_error as refused_error
-from agentls.lsp.runs import RunManager, Turn, TurnRefused, TurnRequest
+from agentls.lsp.runs import RunManager, TurnRefused
+from agentls.lsp.turn import Turn, TurnRequest
 from agentls.redaction import redact_data
 
 if TYPE_CHECKING:

@@ -17,11 +17,12 @@ import asyncio
 import difflib
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from lsprotocol import types as lsp
+
+from agentls.lsp.resolved_settings import LspSettings, ResolvedSettings
 
 if TYPE_CHECKING:
     from agentls.config import Settings
@@ -33,14 +34,6 @@ SECTION = "agentls"  # the workspace/configuration section
 LSP_TABLE = "lsp"  # LSP-only keys live in agentls.lsp.*
 # initializationOptions.workspaceTrusted: the editor runs only in trusted workspaces (VS Code).
 WORKSPACE_TRUSTED = "workspaceTrusted"
-
-
-@dataclass(frozen=True)
-class LspSettings:
-    """Settings only the language server uses (not valid in config.toml)."""
-
-    chat_requests_per_minute: int = 10  # per client; beyond it requests wait their turn
-    chat_queue_limit: int = 32  # chat requests that may wait per session before refusing
 
 
 _LSP_KEYS: dict[str, str] = {
@@ -62,15 +55,6 @@ def register_client_section(name: str, check: SectionCheck) -> None:
     and its problems are reported with the others. Read the value from
     ``server.client_settings``."""
     _CLIENT_SECTIONS[name] = check
-
-
-@dataclass
-class ResolvedSettings:
-    settings: Settings
-    lsp: LspSettings
-    client: dict[str, Any]  # the merged client section, as sent (other features read it)
-    problems: list[str] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)  # e.g. an untrusted project file
 
 
 def resolve(root: Path | None, client: Mapping[str, Any], *,

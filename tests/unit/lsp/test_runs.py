@@ -18,8 +18,9 @@ from tests.engine.conftest import settings_for
 from agentls.devtools.replay import ReplayServer
 from agentls.lsp.delivery import CANCELLED_NOTE, pending_notes
 from agentls.lsp.engine_host import EngineHost
-from agentls.lsp.runs import RunManager, TurnRequest
-from agentls.lsp.settings import LspSettings
+from agentls.lsp.resolved_settings import LspSettings
+from agentls.lsp.runs import RunManager
+from agentls.lsp.turn import TurnRequest
 from agentls.tools.workspace import Workspace
 
 EDIT_SCRIPT = {"steps": [

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentls.lsp.settings import LspSettings, register_client_section, resolve
+from agentls.lsp.resolved_settings import LspSettings
+from agentls.lsp.settings import register_client_section, resolve
 
 
 def test_valid_settings_apply(tmp_path: Path) -> None:

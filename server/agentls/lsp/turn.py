@@ -1,0 +1,82 @@
+"""One turn as the editor sees it: the request (prompt, session, attachments, limits), the
+turn's outcome (text, stop reason, the run's changes) and how its edit was delivered. Plain
+records, a leaf of the lsp package: ``runs.py`` fills them, ``delivery.py`` sends the edit,
+``context.py`` names them in ``run_agent``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from agentls.lsp.protocol import ChatResult, ErrorPayload, FileChangePayload
+
+if TYPE_CHECKING:
+    from agentls.engine.agent import RunResult
+    from agentls.engine.context import Attachments
+    from agentls.tools.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class Delivery:
+    applied: bool | None  # None: nothing was sent
+    failure_reason: str | None = None
+    stale: tuple[Path, ...] = ()
+    skipped: tuple[Path, ...] = ()  # changes this client cannot receive as an edit
+
+
+@dataclass
+class TurnRequest:
+    prompt: str
+    session_id: str | None = None  # None: a new session
+    mode: Literal["chat", "automation"] = "chat"
+    title: str | None = None  # of a new session; default: from the prompt
+    attachments: Attachments | None = None
+    tools: Sequence[str] | None = None  # restrict the toolbox
+    max_iterations: int | None = None
+    timeout_s: float | None = None
+    work_done_token: str | int | None = None  # the client's, when it sent one
+    progress_title: str = "AgentLS"
+    rate_limited: bool = True  # counts against lsp.chat_requests_per_minute
+    interactive: bool = True  # approvals and ask_user go to the person
+    send_edit: bool = True  # False: the caller turns turn.result.changeset into an edit itself
+
+
+@dataclass
+class Turn:
+    session_id: str
+    run_id: str
+    stop_reason: str = "cancelled"
+    text: str = ""
+    result: RunResult | None = None  # None when the run never started
+    workspace: Workspace | None = None
+    delivery: Delivery | None = None
+    error: ErrorPayload | None = None
+
+    def changes(self) -> list[FileChangePayload]:
+        if self.result is None or not self.result.send_changes or self.stop_reason == "cancelled":
+            return []
+        out: list[FileChangePayload] = []
+        for diff in self.result.diffs:
+            item: FileChangePayload = {"uri": diff.path.as_uri(), "kind": diff.kind,
+                                       "insertions": diff.insertions,
+                                       "deletions": diff.deletions}
+            if diff.old_path is not None:
+                item["oldUri"] = diff.old_path.as_uri()
+            out.append(item)
+        return out
+
+    @property
+    def applied(self) -> bool | None:
+        return self.delivery.applied if self.delivery is not None else None
+
+    def chat_result(self) -> ChatResult:
+        out: ChatResult = {"sessionId": self.session_id, "runId": self.run_id,
+                           "text": self.text, "stopReason": self.stop_reason,
+                           "changes": self.changes(), "applied": self.applied}
+        if self.delivery is not None and self.delivery.failure_reason:
+            out["failureReason"] = self.delivery.failure_reason
+        if self.error is not None:
+            out["error"] = self.error
+        return out
