@@ -101,7 +101,8 @@ class IndexConfig(BaseModel):
         "the bundled all-MiniLM-L6-v2 (fast), `local` = all-MiniLM-L6-v2 itself (slow on a "
         "CPU), both offline and needing `agentls[local]`; `openai` = an OpenAI-compatible "
         "/v1/embeddings endpoint (index.embedding_*); `none` = keywords (BM25) only; `auto` = "
-        "static when agentls[local] is installed, else none.", examples=["none"])
+        "static once its model is built (`static` builds it: minutes, once), else none.",
+        examples=["none"])
     embedding_base_url: str = Field("http://localhost:11434/v1", description="Base URL of "
                                     "the /v1/embeddings endpoint (embeddings = openai).",
                                     examples=["https://api.openai.com/v1"])

@@ -37,7 +37,7 @@ def open_index(command: str, workspace: Path) -> WorkspaceSearch | int:
     """The workspace's index for `agentls index` / `agentls search`, or the exit code after
     saying why it cannot be opened (a bad config, an unwritable index)."""
     from agentls import config
-    from agentls.engine.search_index import open_search
+    from agentls.engine.search_index import AUTO_HINT, open_search, provider_name
     from agentls.tools.semantic.store import IndexStoreError
     from agentls.tools.workspace import Workspace
 
@@ -46,6 +46,9 @@ def open_index(command: str, workspace: Path) -> WorkspaceSearch | int:
     except config.ConfigError as exc:
         print(f"agentls {command}: {exc}", file=sys.stderr)
         return exitcodes.CONFIG_ERROR
+    if command == "index" and settings.index.embeddings == "auto" \
+            and provider_name(settings.index) == "none":
+        print(f"agentls index: note: {AUTO_HINT}", file=sys.stderr)
     try:
         return open_search(Workspace([workspace]), settings)
     except IndexStoreError as exc:

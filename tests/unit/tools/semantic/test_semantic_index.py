@@ -186,3 +186,17 @@ def test_provider_down_gives_lexical_results_and_a_warning(tree: Path) -> None:
     result = search.search("open database", 3)
     assert result.mode == "bm25" and "connection refused" in (result.warning or "")
     assert result.hits[0].symbol == "open_database"
+
+
+def test_auto_is_keywords_only_until_the_static_model_is_built(tmp_path: Path) -> None:
+    from agentls.config import IndexConfig
+    from agentls.engine.search_index import local_extra_installed, provider_name
+    from agentls.tools.semantic.embedding import static_model_dir
+
+    auto = IndexConfig(embeddings="auto")
+    assert provider_name(auto, tmp_path) == "none"  # never starts a distillation itself
+    built = static_model_dir(tmp_path)
+    built.mkdir(parents=True)
+    (built / "model.safetensors").write_bytes(b"x")
+    assert provider_name(auto, tmp_path) == ("static" if local_extra_installed() else "none")
+    assert provider_name(IndexConfig(embeddings="static"), tmp_path) == "static"
