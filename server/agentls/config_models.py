@@ -111,6 +111,10 @@ class IndexConfig(BaseModel):
     embedding_api_key_env: str | None = Field(
         None, description="Environment variable holding that endpoint's key; none for none.",
         examples=["OPENAI_API_KEY"])
+    chat_context: int = Field(0, ge=0, le=20, description="Chunks of the search index (the "
+                              "best matches for the request) added to each chat request; 0 = "
+                              "off (the default until measured useful for your repository).",
+                              examples=[5])
     max_file_kb: int = Field(512, gt=0, description="Larger files are not indexed.",
                              examples=[512])
 

@@ -39,6 +39,7 @@ from agentls.engine.history import (
     trim_harder,
 )
 from agentls.engine.queue import SessionQueue
+from agentls.engine.related_code import related_section
 from agentls.engine.search_index import IndexHub
 from agentls.engine.sessions import SessionStore
 from agentls.engine.tokens import TokenEstimator
@@ -219,11 +220,21 @@ class Agent:
                 if request.notes:
                     notes = "\n".join(f"[AgentLS note: {note}]" for note in request.notes)
                     prompt = f"{notes}\n\n{prompt}"
+                room = self._attachment_room(backend, state.system, prompt)
+                related = None
+                if self.settings.index.chat_context and session.mode == "chat":
+                    # index.chat_context: the index's best matches for the request, within a
+                    # quarter of the attachments' room (engine/related_code.py).
+                    related = await asyncio.to_thread(
+                        related_section, lambda: self.search_hub.get(workspace),
+                        request.prompt, self.settings.index.chat_context,
+                        self.estimator.count_text, room // 4)
                 # Attached files are read and measured: off the event loop too.
                 turn = await asyncio.to_thread(
                     context.render_turn, prompt, request.attachments, workspace, state.facts,
                     self.estimator.count_text, instructions=state.instructions,
-                    room_tokens=self._attachment_room(backend, state.system, prompt),
+                    room_tokens=room - (self.estimator.count_text(related) if related else 0),
+                    related=related,
                 )
                 for note in turn.notes:
                     frontend.on_event(StatusEvent(message=note))

@@ -82,6 +82,7 @@ def render_turn(
     instructions: Instructions | None = None,
     file_token_cap: int = FILE_TOKEN_CAP,
     room_tokens: int | None = None,
+    related: str | None = None,
 ) -> RenderedTurn:
     """The turn's user message: the attachments (level 4) that earlier levels don't already
     hold, each attached file within ``file_token_cap`` tokens, then the request.
@@ -89,8 +90,11 @@ def render_turn(
     ``room_tokens``: what the model's context leaves for attachments next to the prompt and
     the earlier levels. It is shared between the attached files and the selection; what does
     not fit is cut (or, with too little room, left out) with a note, never sent whole to fail
-    as ``context_too_long``."""
+    as ``context_too_long``. ``related``: code the search index relates to the request
+    (``engine/related_code.py``), placed after the attachments."""
     if not attachments:
+        if related:
+            return RenderedTurn(Message.user(sendable(f"{related}\n\n# Request\n\n{prompt}")))
         return RenderedTurn(Message.user(prompt))
     starved = False  # so little room that a cut file would say nothing: leave it out
     if room_tokens is not None:
@@ -113,6 +117,8 @@ def render_turn(
     sections += [f.rendered for f in files]
     if attachments.diagnostics:
         sections.append(_diagnostics_section(attachments.diagnostics, ws))
+    if related:
+        sections.append(related)
     content = ("# Context attached by the person\n\n" + "\n\n".join(sections)
                + "\n\n# Request\n\n" + prompt)
     return RenderedTurn(Message.user(sendable(content)), tuple(notes))
