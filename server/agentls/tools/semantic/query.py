@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +55,12 @@ class SearchResult:
 
 
 class VectorCache:
-    """All vectors of the index as one int8 matrix, reloaded when the index changes."""
+    """All vectors of the index as one float32 matrix, reloaded when the index changes.
+
+    The index stores int8 (a quarter of the size on disk); in memory they are widened once
+    at load, because a product with an int8 matrix widens all of it on every query (47 ms
+    against 16 ms at 120,000 chunks of 256 dimensions, for 4 bytes a dimension of memory:
+    120 MB at that size)."""
 
     def __init__(self) -> None:
         self._generation = -1
@@ -72,7 +78,8 @@ class VectorCache:
                 if rows:
                     self.ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
                     blob = b"".join(r[1] for r in rows)
-                    self.matrix = np.frombuffer(blob, dtype=np.int8).reshape(len(rows), -1)
+                    self.matrix = np.frombuffer(blob, dtype=np.int8).reshape(
+                        len(rows), -1).astype(np.float32)
                 else:
                     self.ids, self.matrix = None, None
                 self._generation = index.generation
@@ -103,11 +110,14 @@ def vector_ranking(index: SemanticIndex, cache: VectorCache, query: str,
         return None
     ids, matrix = loaded
     q = index.embedder.embed([query])[0]
-    scores = matrix @ q.astype(np.float32)  # int8 rows promote to float32 here
+    scores = matrix @ q.astype(np.float32)
     top = min(limit, len(scores))
     best = np.argpartition(-scores, top - 1)[:top]
     best = best[np.argsort(-scores[best])]
     return [int(ids[i]) for i in best]
+
+
+_VECTOR_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentls-vectors")
 
 
 def fuse(rankings: list[tuple[list[int], float]]) -> list[tuple[int, float]]:
@@ -133,18 +143,24 @@ def search(index: SemanticIndex, cache: VectorCache, query: str, top_k: int = 8,
            *, lexical_only: bool = False) -> SearchResult:
     started = time.perf_counter()
     warning = None
+    wants_vectors = index.embedder is not None and not lexical_only
+    matches = wants_vectors and index.vectors_match()
+    hybrid = wants_vectors and matches
+    # The query's embedding and the matrix product release the GIL, as SQLite's FTS5 does:
+    # the vector side runs in a thread while BM25 runs here.
+    pending = _VECTOR_POOL.submit(vector_ranking, index, cache, query) if hybrid else None
     with index.lock:
         lexical = bm25_ranking(index.conn, query)
     rankings = [(lexical, 1.0)]
     vector: list[int] = []
     mode = "bm25"
-    if index.embedder is not None and not lexical_only and not index.vectors_match():
+    if wants_vectors and not matches:
         warning = (f"the index's vectors were made by {index.recorded_embedder()}, not "
                    f"{index.embedder_id}; these are keyword (BM25) results until the index is "
                    "refreshed (`agentls index`)")
-    elif index.embedder is not None and not lexical_only:
+    elif pending is not None:
         try:
-            ranked = vector_ranking(index, cache, query)
+            ranked = pending.result()
             if ranked is None:
                 warning = ("the index has no vectors yet (run `agentls index`); these are "
                            "keyword (BM25) results")
