@@ -23,7 +23,6 @@ from pathlib import Path
 
 from agentls.devtools.search_eval import Labelled, Quality, evaluate, load_queries
 from agentls.tools.semantic.index import SemanticIndex
-from agentls.tools.semantic.query import bm25_ranking
 from agentls.tools.semantic.service import WorkspaceSearch
 from agentls.tools.workspace import Workspace
 from bench.harness import Figure, ms
@@ -116,34 +115,46 @@ def _query_figures(search: WorkspaceSearch, chunks: int) -> list[Figure]:
 
 def _cosine_figure(search: WorkspaceSearch, queries: list[str], chunks: int,
                    bm25_ms: float) -> list[Figure]:
-    """Hybrid query cost: BM25 + static query embedding + cosine over ``chunks`` int8 rows
-    (real static vectors of 2,000 chunks, tiled)."""
+    """Hybrid query cost through the product's search (BM25, the static query embedding,
+    cosine over every chunk's vector, fusion, snippets): real static vectors of 2,000 chunks,
+    tiled over all ``chunks`` so the index holds one per chunk without hours of embedding."""
     import numpy as np
 
     from agentls.config import user_cache_dir
+    from agentls.tools.semantic import store
     from agentls.tools.semantic.embedding import StaticEmbedder
 
+    index = search.index
     try:
         embedder = StaticEmbedder(user_cache_dir() / "models")
-        sample = [r[0] for r in search.index.conn.execute("SELECT text FROM chunks LIMIT 2000")]
+        sample = [r[0] for r in index.conn.execute("SELECT text FROM chunks LIMIT 2000")]
         vectors = np.clip(np.rint(embedder.embed(sample) * 127), -127, 127).astype(np.int8)
     except Exception as exc:  # no agentls[local]: no figure, said on stderr
         print(f"static embedder unavailable: {exc}", file=sys.stderr)
         return []
-    matrix = np.tile(vectors, (chunks // len(vectors) + 1, 1))[:chunks]
+    hashes = [r[0] for r in index.conn.execute("SELECT DISTINCT hash FROM chunks")]
+    with index.lock:
+        index.conn.execute("BEGIN IMMEDIATE")
+        index.conn.executemany("INSERT OR REPLACE INTO vectors (hash, vec) VALUES (?, ?)",
+                               ((h, vectors[i % len(vectors)].tobytes())
+                                for i, h in enumerate(hashes)))
+        index.embedder = embedder
+        store.set_meta(index.conn, "embedder", index.embedder_id)
+        index.conn.execute("COMMIT")
+        index.generation += 1
+    search.search(queries[0], 8)  # loads the vectors once, as the first search of a server
     samples = []
+    modes = set()
     for query in queries:
         start = time.perf_counter()
-        with search.index.lock:
-            bm25_ranking(search.index.conn, query)
-        q = embedder.embed([query])[0]
-        scores = matrix @ q
-        top = np.argpartition(-scores, 49)[:50]
-        top[np.argsort(-scores[top])]
+        result = search.search(query, 8)
         samples.append(time.perf_counter() - start)
+        modes.add(result.mode)
+    assert modes == {"hybrid"}, modes
     hybrid = ms(statistics.median(samples))
-    return [Figure(f"query_hybrid_static_median_ms_at_{chunks}_chunks (tiled vectors)",
-                   hybrid, "ms", baseline=bm25_ms, goal="<= 50 ms", met=hybrid <= 50)]
+    return [Figure(f"query_hybrid_static_median_ms_at_{chunks}_chunks (product search, "
+                   "tiled vectors)", hybrid, "ms", baseline=bm25_ms, goal="<= 50 ms",
+                   met=hybrid <= 50)]
 
 
 def _quality(search: WorkspaceSearch, queries: list[Labelled], lexical_only: bool) -> Quality:
