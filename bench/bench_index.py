@@ -218,7 +218,8 @@ def run() -> list[Figure]:
             samples.append(time.perf_counter() - start)
             assert hits and hits[0].symbol == f"fresh_{word}", hits
         incremental = ms(statistics.median(samples))
-        figures.append(Figure("index_incremental_one_edit_to_searchable_ms", incremental, "ms",
+        figures.append(Figure("index_incremental_one_edit_to_searchable_ms (BM25 index, no "
+                              "embedder)", incremental, "ms",
                               goal="<= 300 ms", met=incremental <= 300))
         figures.extend(_query_figures(search, chunks))
         search.close()

@@ -284,10 +284,12 @@ class SemanticIndex:
         """Embed every chunk text that has no vector yet (until ``deadline``, a
         ``time.monotonic()`` value), then drop vectors no chunk uses."""
         stats = stats or UpdateStats()
-        with self.lock:
-            missing = [(h, t) for h, t in self.conn.execute(
-                "SELECT c.hash, min(c.text) FROM chunks c LEFT JOIN vectors v ON v.hash = c.hash "
-                "WHERE v.hash IS NULL GROUP BY c.hash")]
+        missing: list[tuple[str, str]] = []
+        if self.embedder is not None:  # keywords only: no scan of every chunk for nothing
+            with self.lock:
+                missing = [(h, t) for h, t in self.conn.execute(
+                    "SELECT c.hash, min(c.text) FROM chunks c LEFT JOIN vectors v "
+                    "ON v.hash = c.hash WHERE v.hash IS NULL GROUP BY c.hash")]
         if self.embedder is not None:
             for start in range(0, len(missing), EMBED_BATCH):
                 if (cancelled is not None and cancelled()) or (
