@@ -6,7 +6,9 @@ three times in a row), or an ``error``. Whatever happens, the session stays cons
 every assistant tool call in the store gets its tool result, so the next request is valid.
 
 Here: the run and its loop (prompt, stream, stop). Tool calls are run by ``tool_dispatch``,
-the run's and session's state kept by ``turns``, long histories summarised by ``compaction``.
+the run's and session's state kept by ``turns``, long histories summarised by ``compaction``,
+related code found by ``related_code``. At ~430 lines it stays one: what is left is one run's
+life, from its first request to its result, and cutting it would scatter that story.
 """
 
 from __future__ import annotations
