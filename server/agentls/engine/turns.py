@@ -139,15 +139,7 @@ def edit_event(diffs: Sequence[FileDiff], workspace: Workspace) -> EditEvent:
                        workspace.display_path(d.old_path) if d.old_path else None)
         for d in diffs
     )
-    summary = ChangeSummary(
-        files=len(diffs),
-        created=sum(d.kind == "create" for d in diffs),
-        updated=sum(d.kind == "update" for d in diffs),
-        deleted=sum(d.kind == "delete" for d in diffs),
-        renamed=sum(d.kind == "rename" for d in diffs),
-        insertions=sum(d.insertions for d in diffs),
-        deletions=sum(d.deletions for d in diffs),
-    )
+    summary = ChangeSummary.of(diffs)
     return EditEvent(files=files, summary=str(summary))
 
 

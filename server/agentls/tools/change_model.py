@@ -8,6 +8,7 @@ Shared by the ChangeSet (``changeset.py``), its diffs (``line_diff.py``) and its
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -104,6 +105,18 @@ class ChangeSummary:
     renamed: int
     insertions: int
     deletions: int
+
+    @classmethod
+    def of(cls, diffs: Sequence[FileDiff]) -> ChangeSummary:
+        return cls(
+            files=len(diffs),
+            created=sum(d.kind == "create" for d in diffs),
+            updated=sum(d.kind == "update" for d in diffs),
+            deleted=sum(d.kind == "delete" for d in diffs),
+            renamed=sum(d.kind == "rename" for d in diffs),
+            insertions=sum(d.insertions for d in diffs),
+            deletions=sum(d.deletions for d in diffs),
+        )
 
     def __str__(self) -> str:
         if not self.files:

@@ -252,15 +252,7 @@ class ChangeSet:
 
     def summary(self) -> ChangeSummary:
         diffs = self.diff()
-        return ChangeSummary(
-            files=len(diffs),
-            created=sum(d.kind == "create" for d in diffs),
-            updated=sum(d.kind == "update" for d in diffs),
-            deleted=sum(d.kind == "delete" for d in diffs),
-            renamed=sum(d.kind == "rename" for d in diffs),
-            insertions=sum(d.insertions for d in diffs),
-            deletions=sum(d.deletions for d in diffs),
-        )
+        return ChangeSummary.of(diffs)
 
     # -- writing -----------------------------------------------------------------------
 

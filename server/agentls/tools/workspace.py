@@ -9,12 +9,7 @@ directory. Reads see the run's ChangeSet first, then the editor's open buffers, 
 Decisions worth knowing:
 - Backslashes are path separators (``src\\a.py`` is ``src/a.py``): models trained on Windows
   paths write them, and a literal backslash in a file name is rare enough to give up.
-- The deny list is matched case-insensitively, even on a case-sensitive filesystem:
-  ``.ENV`` or ``.Git/config`` is refused, because on macOS/Windows they *are* the secret,
-  and anywhere else a case variant of a secret's name is most likely a secret too.
-  Gitignore patterns follow git: case-sensitive, unless the root's filesystem is not.
-- ``.agentlsignore`` takes precedence over every ``.gitignore`` (so ``!dist/`` there can
-  show the agent a git-ignored folder); the deny list wins over both.
+- How the deny list and ignore files match (case, precedence) is ``fence_rules.py``'s.
 - A symlink is followed: both the path as written and the file it resolves to must pass
   the fence, and the resolved path is the one returned (writes land on the real file).
 
