@@ -141,7 +141,7 @@ def _cosine_figure(search: WorkspaceSearch, queries: list[str], chunks: int,
         index.embedder = embedder
         store.set_meta(index.conn, "embedder", index.embedder_id)
         index.conn.execute("COMMIT")
-        index.generation += 1
+        index.journal.record(everything=True)
     search.search(queries[0], 8)  # loads the vectors once, as the first search of a server
     samples = []
     modes = set()
@@ -155,6 +155,28 @@ def _cosine_figure(search: WorkspaceSearch, queries: list[str], chunks: int,
     return [Figure(f"query_hybrid_static_median_ms_at_{chunks}_chunks (product search, "
                    "tiled vectors)", hybrid, "ms", baseline=bm25_ms, goal="<= 50 ms",
                    met=hybrid <= 50)]
+
+
+def _incremental_with_vectors(search: WorkspaceSearch, corpus: Path) -> list[Figure]:
+    """One edit to hybrid-searchable with the static embedder set (after _cosine_figure):
+    re-chunk the file, embed its new chunk texts, then a hybrid search that finds the new
+    function (the first search after a change reloads the vectors)."""
+    if search.index.embedder is None:
+        return []
+    edited = corpus / "pkg07" / "mod03500.py"
+    samples = []
+    for word in ("alpha", "bravo", "charlie", "delta", "echo"):
+        edited.write_text(edited.read_text() + f"\n\ndef fresh_{word}_gadget():\n    pass\n")
+        start = time.perf_counter()
+        stats = search.update([edited])
+        result = search.search(f"fresh {word} gadget", 1)
+        samples.append(time.perf_counter() - start)
+        assert stats.vectors_added >= 1 and result.mode == "hybrid", (stats, result.mode)
+        assert result.hits and result.hits[0].symbol == f"fresh_{word}_gadget", result.hits
+    value = ms(statistics.median(samples))
+    return [Figure("index_incremental_one_edit_to_searchable_ms (static embedder: new chunks "
+                   "embedded, then a hybrid search)", value, "ms", goal="<= 300 ms",
+                   met=value <= 300)]
 
 
 def _quality(search: WorkspaceSearch, queries: list[Labelled], lexical_only: bool) -> Quality:
@@ -222,6 +244,7 @@ def run() -> list[Figure]:
                               "embedder)", incremental, "ms",
                               goal="<= 300 ms", met=incremental <= 300))
         figures.extend(_query_figures(search, chunks))
+        figures.extend(_incremental_with_vectors(search, corpus))
         search.close()
         figures.extend(_local_figures(corpus, tmp))
     figures.extend(_recall_figures())

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentls.tools.semantic import store
+from agentls.tools.semantic.changes import ChangeJournal
 from agentls.tools.semantic.chunker import chunk_file
 from agentls.tools.semantic.embedding import Embedder, EmbeddingError, quantize
 from agentls.tools.semantic.words import index_text, split_identifier
@@ -44,6 +45,27 @@ class UpdateStats:
     vectors_missing: int = 0
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Touched:
+    """What a write changed: chunk texts added (hash → text, the text kept only for a
+    targeted update, which embeds from it), text hashes dropped, chunk ids removed."""
+
+    keep_texts: bool = False
+    added: dict[str, str] = field(default_factory=dict)
+    dropped: set[str] = field(default_factory=set)
+    removed_ids: set[int] = field(default_factory=set)
+
+    def drop(self, rows: Iterable[tuple[int, str]]) -> None:
+        for chunk_id, digest in rows:
+            self.removed_ids.add(chunk_id)
+            self.dropped.add(digest)
+
+    def merge(self, other: Touched) -> None:
+        self.added.update(other.added)
+        self.dropped |= other.dropped
+        self.removed_ids |= other.removed_ids
 
 
 @dataclass(frozen=True)
@@ -74,7 +96,11 @@ class SemanticIndex:
         self.max_file_bytes = max_file_bytes
         self.lock = threading.RLock()
         self.conn = store.open_store(self.path)
-        self.generation = 0  # bumped on every write; readers cache vectors by it
+        self.journal = ChangeJournal()  # what each write changed; readers cache by it
+
+    @property
+    def generation(self) -> int:
+        return self.journal.generation
 
     @property
     def embedder_id(self) -> str:
@@ -89,11 +115,12 @@ class SemanticIndex:
     def vectors_match(self) -> bool:
         return self.recorded_embedder() in (None, self.embedder_id)
 
-    def _check_embedder(self) -> None:
-        """Drop vectors another embedder made (the update then re-embeds everything)."""
+    def _check_embedder(self) -> bool:
+        """Drop vectors another embedder made (the update then re-embeds everything);
+        True when it did."""
         recorded = self.recorded_embedder()
         if recorded == self.embedder_id:
-            return
+            return False
         with self.lock:
             if recorded is not None and recorded != "none":
                 log.warning("search index vectors were made by %s, now %s: re-embedding",
@@ -102,7 +129,8 @@ class SemanticIndex:
             self.conn.execute("DELETE FROM vectors")
             store.set_meta(self.conn, "embedder", self.embedder_id)
             self.conn.execute("COMMIT")
-            self.generation += 1
+            self.journal.record(everything=True)
+        return True
 
     def close(self) -> None:
         with self.lock:
@@ -117,7 +145,7 @@ class SemanticIndex:
                     os.remove(f"{self.path}{suffix}")
             self.conn = store.open_store(self.path)
             store.set_meta(self.conn, "embedder", self.embedder_id)
-            self.generation += 1
+            self.journal.record(everything=True)
 
     # --- walking the fence ------------------------------------------------------------------
 
@@ -155,7 +183,7 @@ class SemanticIndex:
         """Bring the index up to date: everything (``paths`` None) or just these files."""
         started = time.perf_counter()
         stats = UpdateStats()
-        self._check_embedder()
+        vectors_dropped = self._check_embedder()
         with self.lock:
             known = {row[0]: (row[1], row[2], row[3], row[4]) for row in self.conn.execute(
                 "SELECT path, id, sha256, mtime_ns, size FROM files")}
@@ -165,6 +193,9 @@ class SemanticIndex:
         else:
             candidates, gone = self._resolve(paths)
         stats.files_seen = len(candidates)
+        # A targeted update (paths given) looks only at the chunk texts it added or dropped
+        # for vectors to make or free; a full pass scans the whole index for them.
+        touched = Touched(keep_texts=True) if paths is not None and not vectors_dropped else None
         batch: list[tuple[str, Path, os.stat_result, bytes | None]] = []
         for n, (display, full) in enumerate(candidates, 1):
             if cancelled is not None and cancelled():
@@ -179,18 +210,19 @@ class SemanticIndex:
                 continue
             batch.append((display, full, st, None))
             if len(batch) >= BATCH_FILES:
-                self._write_batch(batch, known, stats)
+                self._write_batch(batch, known, stats, touched)
                 batch = []
             if progress is not None and n % 100 == 0:
                 progress("reading", n, len(candidates))
         if batch:
-            self._write_batch(batch, known, stats)
+            self._write_batch(batch, known, stats, touched)
         if gone:
-            self._remove(gone, known, stats)
+            self._remove(gone, known, stats, touched)
         if progress is not None:
             progress("reading", len(candidates), len(candidates))
         if embed:
-            self.embed_missing(stats, progress=progress, deadline=deadline, cancelled=cancelled)
+            self.embed_missing(stats, progress=progress, deadline=deadline, cancelled=cancelled,
+                               touched=touched)
         stats.seconds = time.perf_counter() - started
         store.set_meta(self.conn, "updated_at", str(time.time()))
         return stats
@@ -207,8 +239,10 @@ class SemanticIndex:
         return data
 
     def _write_batch(self, batch: list[tuple[str, Path, os.stat_result, bytes | None]],
-                     known: dict[str, tuple[int, str, int, int]], stats: UpdateStats) -> None:
+                     known: dict[str, tuple[int, str, int, int]], stats: UpdateStats,
+                     touched: Touched | None = None) -> None:
         prepared = []
+        written = Touched(keep_texts=touched is not None)
         for display, full, st, _ in batch:
             data = self._read(full, st)
             sha = hashlib.sha256(data).hexdigest() if data is not None else ""
@@ -225,15 +259,18 @@ class SemanticIndex:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 for display, st, sha, chunks in prepared:
-                    self._write_file(display, st, sha, chunks, known, stats)
+                    self._write_file(display, st, sha, chunks, known, stats, written)
                 self.conn.execute("COMMIT")
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
-            self.generation += 1
+            self.journal.record(written.removed_ids, written.added)
+        if touched is not None:
+            touched.merge(written)
 
     def _write_file(self, display: str, st: os.stat_result, sha: str, chunks: list | None,
-                    known: dict[str, tuple[int, str, int, int]], stats: UpdateStats) -> None:
+                    known: dict[str, tuple[int, str, int, int]], stats: UpdateStats,
+                    written: Touched) -> None:
         conn = self.conn
         old = known.get(display)
         now = time.time()
@@ -242,7 +279,7 @@ class SemanticIndex:
                          (st.st_mtime_ns, st.st_size, old[0]))
             return
         if old is not None:
-            store.delete_file_rows(conn, old[0])
+            written.drop(store.delete_file_rows(conn, old[0]))
             conn.execute("UPDATE files SET sha256=?, mtime_ns=?, size=?, indexed_at=? WHERE id=?",
                          (sha, st.st_mtime_ns, st.st_size, now, old[0]))
             file_id = old[0]
@@ -262,34 +299,45 @@ class SemanticIndex:
             conn.execute("INSERT INTO chunks_fts(rowid, words, symbol, path) VALUES (?,?,?,?)",
                          (cur.lastrowid, index_text(chunk.text), index_text(chunk.symbol),
                           path_words))
+            written.added.setdefault(digest, chunk.text if written.keep_texts else "")
             stats.chunks_added += 1
 
     def _remove(self, gone: list[str], known: dict[str, tuple[int, str, int, int]],
-                stats: UpdateStats) -> None:
+                stats: UpdateStats, touched: Touched | None = None) -> None:
+        removed = Touched()
         with self.lock:
             self.conn.execute("BEGIN IMMEDIATE")
             for display in gone:
                 old = known.pop(display, None)
                 if old is None:
                     continue
-                store.delete_file_rows(self.conn, old[0])
+                removed.drop(store.delete_file_rows(self.conn, old[0]))
                 self.conn.execute("DELETE FROM files WHERE id = ?", (old[0],))
                 stats.files_removed += 1
             self.conn.execute("COMMIT")
-            self.generation += 1
+            self.journal.record(removed.removed_ids)
+        if touched is not None:
+            touched.merge(removed)
 
     def embed_missing(self, stats: UpdateStats | None = None, *,
                       progress: Progress | None = None, deadline: float | None = None,
-                      cancelled: Callable[[], bool] | None = None) -> UpdateStats:
+                      cancelled: Callable[[], bool] | None = None,
+                      touched: Touched | None = None) -> UpdateStats:
         """Embed every chunk text that has no vector yet (until ``deadline``, a
-        ``time.monotonic()`` value), then drop vectors no chunk uses."""
+        ``time.monotonic()`` value), then drop vectors no chunk uses. With ``touched`` (what
+        a targeted update added and dropped) only those texts are looked at, so an edit
+        costs its own chunks, not a scan of the index."""
         stats = stats or UpdateStats()
         missing: list[tuple[str, str]] = []
         if self.embedder is not None:  # keywords only: no scan of every chunk for nothing
             with self.lock:
-                missing = [(h, t) for h, t in self.conn.execute(
-                    "SELECT c.hash, min(c.text) FROM chunks c LEFT JOIN vectors v "
-                    "ON v.hash = c.hash WHERE v.hash IS NULL GROUP BY c.hash")]
+                if touched is None:
+                    missing = [(h, t) for h, t in self.conn.execute(
+                        "SELECT c.hash, min(c.text) FROM chunks c WHERE NOT EXISTS "
+                        "(SELECT 1 FROM vectors v WHERE v.hash = c.hash) GROUP BY c.hash")]
+                elif touched.added:
+                    have = store.hashes_with_vectors(self.conn, list(touched.added))
+                    missing = [(h, t) for h, t in touched.added.items() if h not in have]
         if self.embedder is not None:
             for start in range(0, len(missing), EMBED_BATCH):
                 if (cancelled is not None and cancelled()) or (
@@ -305,14 +353,14 @@ class SemanticIndex:
                 rows = list(zip((h for h, _ in part), quantize(vectors), strict=True))
                 with self.lock:
                     self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
-                    self.generation += 1
+                    self.journal.record(dirty=(h for h, _ in part))
                 stats.vectors_added += len(rows)
                 if progress is not None:
                     progress("embedding", start + len(part), len(missing))
         stats.vectors_missing = len(missing) - stats.vectors_added if self.embedder else 0
         with self.lock:
-            if store.drop_orphan_vectors(self.conn):
-                self.generation += 1
+            # Vectors no chunk uses are in no reader's copy: nothing to record.
+            store.drop_orphan_vectors(self.conn, None if touched is None else touched.dropped)
         return stats
 
     # --- status -----------------------------------------------------------------------------

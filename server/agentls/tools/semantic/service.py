@@ -9,7 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentls.tools.semantic.index import Progress, SemanticIndex, UpdateStats
-from agentls.tools.semantic.query import SearchResult, VectorCache, search
+from agentls.tools.semantic.query import SearchResult, search
+from agentls.tools.semantic.vector_cache import VectorCache
 
 
 class WorkspaceSearch:

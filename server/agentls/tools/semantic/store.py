@@ -13,11 +13,13 @@ import contextlib
 import logging
 import os
 import sqlite3
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
+_SLICE = 500  # keys per IN (...): under SQLite's bound-parameter limit everywhere
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -113,13 +115,49 @@ def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
     conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
 
-def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> None:
-    """Drop a file's chunks and their FTS rows (the caller then drops or reuses the file)."""
+def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> list[tuple[int, str]]:
+    """Drop a file's chunks and their FTS rows (the caller then drops or reuses the file);
+    returns the (id, text hash) of each dropped chunk."""
+    rows = [(int(r[0]), str(r[1])) for r in conn.execute(
+        "SELECT id, hash FROM chunks WHERE file_id = ?", (file_id,))]
     conn.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id=?)",
                  (file_id,))
     conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
+    return rows
 
 
-def drop_orphan_vectors(conn: sqlite3.Connection) -> int:
-    cur = conn.execute("DELETE FROM vectors WHERE hash NOT IN (SELECT hash FROM chunks)")
-    return cur.rowcount
+def hashes_with_vectors(conn: sqlite3.Connection, hashes: Sequence[str]) -> set[str]:
+    """Which of ``hashes`` have a vector (looked up by key, in slices SQLite accepts)."""
+    found: set[str] = set()
+    for start in range(0, len(hashes), _SLICE):
+        part = hashes[start:start + _SLICE]
+        found.update(row[0] for row in conn.execute(
+            f"SELECT hash FROM vectors WHERE hash IN ({','.join('?' * len(part))})", part))
+    return found
+
+
+def vectors_of(conn: sqlite3.Connection, hashes: Sequence[str]) -> list[tuple[int, bytes]]:
+    """(chunk id, vector) of every chunk whose text hash is in ``hashes`` and has a vector."""
+    out: list[tuple[int, bytes]] = []
+    for start in range(0, len(hashes), _SLICE):
+        part = hashes[start:start + _SLICE]
+        out.extend(conn.execute(
+            "SELECT c.id, v.vec FROM vectors v JOIN chunks c ON c.hash = v.hash "
+            f"WHERE v.hash IN ({','.join('?' * len(part))})", part))
+    return out
+
+
+def drop_orphan_vectors(conn: sqlite3.Connection, candidates: Iterable[str] | None = None
+                        ) -> int:
+    """Drop vectors no chunk uses: among ``candidates`` (hashes just dropped), or all."""
+    orphan = "NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = vectors.hash)"
+    if candidates is None:
+        return conn.execute(f"DELETE FROM vectors WHERE {orphan}").rowcount
+    hashes = list(candidates)
+    removed = 0
+    for start in range(0, len(hashes), _SLICE):
+        part = hashes[start:start + _SLICE]
+        removed += conn.execute(
+            f"DELETE FROM vectors WHERE hash IN ({','.join('?' * len(part))}) AND {orphan}",
+            part).rowcount
+    return removed

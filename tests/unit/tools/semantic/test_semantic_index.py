@@ -94,6 +94,49 @@ def test_full_then_incremental(tree: Path) -> None:
     assert hits[0].path == "src/http.py" and hits[0].symbol == "retry_later"
 
 
+def test_targeted_updates_look_only_at_their_own_chunks(tree: Path) -> None:
+    """What the editor sends on save and file events: paths. Vectors are made, kept and
+    freed exactly as a full pass would, without scanning the index for them."""
+    embedder = CountingEmbedder()
+    index = SemanticIndex(Workspace([tree]), embedder)
+    index.update()
+    statements: list[str] = []
+    index.conn.set_trace_callback(statements.append)
+
+    embedder.texts.clear()
+    net = tree / "src/net.py"
+    net.write_text(net.read_text() + "\n\ndef close_socket(s):\n    s.close()\n")
+    edited = index.update([net])
+    assert embedder.texts == ["def close_socket(s):\n    s.close()"]
+    assert edited.vectors_added == 1 and edited.vectors_missing == 0
+    # No whole-index query on an edit: vectors are only looked up (or freed) by key.
+    scans = [q for q in statements if "GROUP BY" in q or (
+        "vectors" in q and "WHERE hash IN (" not in q and not q.startswith("INSERT"))]
+    assert scans == [], scans
+
+    # Rename through events (old path gone, new path present): vectors reused, none freed.
+    embedder.texts.clear()
+    moved = tree / "src/http.py"
+    net.rename(moved)
+    renamed = index.update([net, moved])
+    assert renamed.files_removed == 1 and embedder.texts == []
+    assert index.status().vectors == index.status().chunks == 5
+
+    # Delete through an event: its now unused vectors go, the rest stay.
+    (tree / "src/db.py").unlink()
+    index.update([tree / "src/db.py"])
+    assert index.status().vectors == index.status().chunks == 4
+    assert index.status().chunks_without_vectors == 0
+
+    # A new embedder seen on a targeted update re-embeds everything, not just the path.
+    index.embedder = other = CountingEmbedder()
+    other.model = "letters-v2"
+    readme = tree / "README.md"
+    readme.write_text(readme.read_text() + "\nMore.\n")
+    assert index.update([readme]).vectors_added == 4
+    assert index.status().chunks_without_vectors == 0
+
+
 def test_the_fence_keeps_files_out(tree: Path) -> None:
     write(tree / ".gitignore", "build/\n*.log\n")
     write(tree / "build/out.py", "def generated(): pass\n")
