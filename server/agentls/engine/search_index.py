@@ -13,10 +13,10 @@ import threading
 from pathlib import Path
 
 from agentls.config import IndexConfig, Settings, user_cache_dir
+from agentls.tools.semantic.embed_worker import WorkerEmbedder
 from agentls.tools.semantic.embedding import (
     Embedder,
     EmbeddingError,
-    MiniLMEmbedder,
     StaticEmbedder,
     static_model_dir,
 )
@@ -55,8 +55,8 @@ def make_embedder(settings: Settings) -> Embedder | None:
         return None
     if name == "static":
         return StaticEmbedder(user_cache_dir() / "models")
-    if name == "local":
-        return MiniLMEmbedder()
+    if name == "local":  # torch in a worker process: the server stays small
+        return WorkerEmbedder()
     from agentls.llm.embeddings import OpenAIEmbedder
     from agentls.llm.retry import RetryPolicy
 

@@ -135,6 +135,9 @@ class SemanticIndex:
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+        close = getattr(self.embedder, "close", None)  # a worker process to stop
+        if close is not None:
+            close()
 
     def rebuild(self) -> None:
         """Empty the index (files, chunks, vectors); the next update reads everything."""
