@@ -3,16 +3,17 @@ disk, RSS while embedding with the local model, recall@5 BM25 vs hybrid.
 
 The corpus is generated (10,000 Python files, ~10 functions each, words drawn from a fixed
 vocabulary, deterministic) so the run stays within a few minutes on 2 cores. Embedding all
-of it with all-MiniLM-L6-v2 would take hours here: the local model is measured on a subset
-(its own process, for RSS), and the cosine part of hybrid search at 100k+ chunks uses real
-static (model2vec) vectors of a sample tiled to the index size (said in the figure name).
+of it with all-MiniLM-L6-v2 would take hours here: the local model embeds for a minute (in
+a process of its own, as the server, for RSS), and the cosine part of hybrid search at
+100k+ chunks uses real static (model2vec) vectors of a sample tiled to the index size (said
+in the figure name).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
-import resource
 import shutil
 import statistics
 import subprocess
@@ -31,7 +32,7 @@ from bench.harness import Figure, ms
 FILES = 10_000
 FUNCTIONS_PER_FILE = 11
 QUERIES = 101
-LOCAL_SUBSET_FILES = 12
+LOCAL_EMBED_S = 60.0
 WORKSPACES = Path(__file__).resolve().parents[1] / "tests" / "workspaces"
 
 VERBS = ("load", "parse", "render", "send", "fetch", "store", "merge", "split", "check",
@@ -70,44 +71,46 @@ def _peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
-def _local_rss_child(root: str) -> None:
-    """Run in a child process, as the server or `agentls index` would: index a subset with
-    the ``local`` embedder (all-MiniLM-L6-v2 in its worker process); print JSON."""
+def _local_rss_child(root: str, index_file: str) -> None:
+    """Run in a child process, as the server or `agentls index` would: index the whole
+    corpus with the ``local`` embedder (all-MiniLM-L6-v2 in its worker process), embedding
+    for ``LOCAL_EMBED_S`` (all of it would take hours here); print JSON."""
     from agentls.tools.semantic.embed_worker import WorkerEmbedder
 
-    started = time.perf_counter()
     embedder = WorkerEmbedder()
-    index = SemanticIndex(Workspace([root]), embedder)
-    stats = index.update()
-    seconds = time.perf_counter() - started
+    index = SemanticIndex(Workspace([root]), embedder, path=Path(index_file))
+    started = time.perf_counter()
+    stats = index.update(embed=False)
+    lexical = time.perf_counter() - started
+    index.embed_missing(stats, deadline=time.monotonic() + LOCAL_EMBED_S)
+    embedding = time.perf_counter() - started - lexical
     worker_mb = _peak_rss_mb(embedder.pid) if embedder.pid else 0.0
     index.close()
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": seconds, "rss_mb": rss_mb, "worker_mb": worker_mb,
-                      "chunks": stats.chunks_added, "files": stats.files_changed}))
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss across execve, so a child forked from
+    # this (large) bench process would report the parent's peak as its own.
+    rss_mb = _peak_rss_mb(os.getpid())
+    print(json.dumps({"lexical_s": lexical, "embedding_s": embedding, "rss_mb": rss_mb,
+                      "worker_mb": worker_mb, "chunks": stats.chunks_added,
+                      "vectors": stats.vectors_added, "files": stats.files_changed}))
 
 
 def _local_figures(corpus: Path, tmp: Path) -> list[Figure]:
-    subset = tmp / "subset"
-    for path in sorted(corpus.rglob("*.py"))[:LOCAL_SUBSET_FILES]:
-        target = subset / path.relative_to(corpus)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, target)
     done = subprocess.run([sys.executable, "-c", "import sys; from bench.bench_index import "
-                           "_local_rss_child as c; c(sys.argv[1])", str(subset)],
+                           "_local_rss_child as c; c(sys.argv[1], sys.argv[2])", str(corpus),
+                           str(tmp / "local-index.db")],
                           capture_output=True, text=True, check=False, timeout=900)
     if done.returncode != 0:
         print(f"local model run failed: {done.stderr[-500:]}", file=sys.stderr)
         return []
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    per_chunk = out["seconds"] / max(1, out["chunks"])
+    per_chunk = out["embedding_s"] / max(1, out["vectors"])
     return [
-        Figure(f"index_local_minilm_{out['files']}_files_{out['chunks']}_chunks_s",
-               out["seconds"], "s"),
+        Figure(f"index_local_minilm_embedded_{out['vectors']}_chunks_in_s (of "
+               f"{out['chunks']}, {LOCAL_EMBED_S:.0f} s budget)", out["embedding_s"], "s"),
         Figure("index_local_minilm_s_per_chunk (incl. model load)", per_chunk, "s"),
-        Figure("index_rss_local_minilm_mb (peak RSS of the indexing process: server or "
-               "`agentls index`)", out["rss_mb"], "MB", goal="<= 300 MB",
-               met=out["rss_mb"] <= 300),
+        Figure(f"index_rss_local_minilm_mb (peak RSS of the indexing process, as the server: "
+               f"{out['files']:,} files, then embedding)", out["rss_mb"], "MB",
+               goal="<= 300 MB", met=out["rss_mb"] <= 300),
         Figure("index_rss_local_minilm_worker_mb (peak RSS of the embedding worker: torch "
                "and the model; it exits when idle)", out["worker_mb"], "MB"),
     ]
