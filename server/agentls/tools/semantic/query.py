@@ -5,6 +5,7 @@ warning, never an error."""
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +32,15 @@ CANDIDATES = 50  # from each ranking before fusion
 SNIPPET_LINES = 12
 # BM25 column weights: chunk words, symbol words, path words.
 BM25_WEIGHTS = (1.0, 3.0, 1.5)
+# Tests rank behind the code they exercise unless the query asks for tests: a test names the
+# behaviour in so many words (``test_retries_after_a_rate_limit``) and would otherwise come
+# before the function a person is looking for (code search engines demote tests the same way).
+TEST_FILE_WEIGHT = 0.5
+_TEST_PATH = re.compile(
+    r"(^|/)(tests?|__tests__|spec)/|(^|/)(test_[^/]*|conftest\.py)$|_test\.[^/]+$"
+    r"|\.(test|spec)\.[^/]+$")
+_ASKS_FOR_TESTS = frozenset({"test", "tests", "testing", "tested", "spec", "specs", "fixture",
+                             "fixtures", "conftest"})
 
 
 @dataclass(frozen=True)
@@ -141,9 +151,32 @@ def search(index: SemanticIndex, cache: VectorCache, query: str, top_k: int = 8,
             warning = (f"the embedding provider failed ({exc}); these are keyword (BM25) "
                        "results only")
             log.warning("semantic search: %s", warning)
-    fused = fuse(rankings)[:top_k]
-    hits = _hits(index, fused, set(lexical), set(vector), query)
+    fused = fuse(rankings)
+    if not _ASKS_FOR_TESTS.intersection(code_words(query)):
+        fused = _demote_tests(index, fused)
+    hits = _hits(index, fused[:top_k], set(lexical), set(vector), query)
     return SearchResult(hits, mode, warning, time.perf_counter() - started)
+
+
+def is_test_path(path: str) -> bool:
+    return _TEST_PATH.search(path) is not None
+
+
+def _demote_tests(index: SemanticIndex,
+                  fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    if not fused:
+        return fused
+    marks = ",".join("?" * len(fused))
+    with index.lock:
+        tests = {r[0] for r in index.conn.execute(
+            f"SELECT c.id, f.path FROM chunks c JOIN files f ON f.id = c.file_id "
+            f"WHERE c.id IN ({marks})", [chunk_id for chunk_id, _ in fused])
+            if is_test_path(r[1])}
+    if not tests:
+        return fused
+    weighted = [(chunk_id, score * TEST_FILE_WEIGHT if chunk_id in tests else score)
+                for chunk_id, score in fused]
+    return sorted(weighted, key=lambda item: -item[1])
 
 
 def _hits(index: SemanticIndex, fused: list[tuple[int, float]], lexical: set[int],

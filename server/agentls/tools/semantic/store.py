@@ -2,8 +2,9 @@
 
 ``.agentls/index.db`` in WAL mode. ``files`` and ``chunks`` hold what was indexed;
 ``chunks_fts`` (FTS5, rowid = chunk id) holds a pre-split copy of each chunk's text and
-symbol (see ``words.py``); ``vectors`` holds one int8 vector per distinct chunk text,
-keyed by its hash, so unchanged chunks of an edited file and renamed files keep theirs.
+symbol and its path (see ``words.py``), stemmed by FTS5's porter tokenizer; ``vectors``
+holds one int8 vector per distinct chunk text, keyed by its hash, so unchanged chunks of an
+edited file and renamed files keep theirs.
 ``meta`` records the schema version and which embedder made the vectors.
 """
 
@@ -18,7 +19,8 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+# 2: the FTS5 words are stemmed (porter), so "limits" finds "limit" and "retried" "retry".
+SCHEMA_VERSION = 2
 _SLICE = 500  # keys per IN (...): under SQLite's bound-parameter limit everywhere
 
 _SCHEMA = """
@@ -42,7 +44,7 @@ CREATE TABLE chunks (
 );
 CREATE INDEX chunks_file ON chunks(file_id);
 CREATE INDEX chunks_hash ON chunks(hash);
-CREATE VIRTUAL TABLE chunks_fts USING fts5(words, symbol, path, tokenize = 'unicode61');
+CREATE VIRTUAL TABLE chunks_fts USING fts5(words, symbol, path, tokenize = 'porter unicode61');
 CREATE TABLE vectors (hash TEXT PRIMARY KEY, vec BLOB NOT NULL);
 """
 

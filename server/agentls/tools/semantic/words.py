@@ -20,6 +20,13 @@ _STOP = frozenset({
     "by", "be", "if", "else", "then", "this", "that", "with", "from", "self", "def",
     "return", "import", "none", "true", "false",
 })
+# A question's glue ("where do we ...", "how does it ...") matches every comment and README
+# line; left in a query it outranks the one word that names the subject.
+_QUESTION = frozenset({
+    "where", "what", "which", "who", "when", "why", "how", "do", "does", "did", "done", "we",
+    "our", "us", "you", "your", "i", "my", "me", "are", "was", "were", "can", "could",
+    "should", "would", "there", "here",
+})
 
 
 def split_identifier(identifier: str) -> list[str]:
@@ -55,7 +62,7 @@ def index_text(text: str) -> str:
 def match_query(query: str) -> str | None:
     """An FTS5 MATCH expression for a free-text query: any of its words (OR), each quoted so
     no user text is read as FTS5 syntax; None when the query has no searchable word."""
-    words = list(dict.fromkeys(code_words(query)))
+    words = list(dict.fromkeys(w for w in code_words(query) if w not in _QUESTION))
     if not words:
         return None
     return " OR ".join(f'"{w}"' for w in words)

@@ -75,3 +75,4 @@ def test_code_aware_words() -> None:
     assert "self" not in words
     assert match_query('rate "limits" OR) NEAR(') == '"rate" OR "limits" OR "near"'
     assert match_query("the of a") is None
+    assert match_query("where do we retry?") == '"retry"'  # question glue is not searched

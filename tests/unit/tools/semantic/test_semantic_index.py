@@ -243,3 +243,35 @@ def test_auto_is_keywords_only_until_the_static_model_is_built(tmp_path: Path) -
     (built / "model.safetensors").write_bytes(b"x")
     assert provider_name(auto, tmp_path) == ("static" if local_extra_installed() else "none")
     assert provider_name(IndexConfig(embeddings="static"), tmp_path) == "static"
+
+
+def test_keyword_ranking_stems_skips_question_words_and_puts_tests_last(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    # The test names the behaviour in the query's own words; the code says "retries" and
+    # "limited" (found by stemming); the README says "where do we" (question glue, skipped).
+    write(root / "tests/test_backoff.py",
+          "def test_retry_rate_limits():\n    assert retry_rate_limits()\n")
+    write(root / "src/backoff.py",
+          "def wait_between_retries(response):\n"
+          "    '''Wait when the server says we are rate limited.'''\n    return response\n")
+    write(root / "README.md", "# Notes\n\nWhere do we keep the notes? Where do we go?\n")
+    index = SemanticIndex(Workspace([root]))
+    index.update()
+    search = WorkspaceSearch(index)
+    hits = search.search("where do we retry rate limits", 5).hits
+    assert [h.path for h in hits] == ["src/backoff.py", "tests/test_backoff.py"]
+    # Asking for tests keeps them where BM25 puts them.
+    hits = search.search("tests for retry rate limits", 5).hits
+    assert hits[0].path == "tests/test_backoff.py"
+
+
+@pytest.mark.parametrize(("path", "is_test"), [
+    ("tests/unit/test_net.py", True), ("src/test_net.py", True), ("pkg/net_test.go", True),
+    ("web/app.spec.ts", True), ("web/__tests__/app.js", True), ("conftest.py", True),
+    ("src/net.py", False), ("src/testing_tools.py", False), ("docs/latest.md", False),
+    ("src/test/java/NetTest.java", True), ("src/contest/entry.py", False),
+])
+def test_test_paths(path: str, is_test: bool) -> None:
+    from agentls.tools.semantic.query import is_test_path
+
+    assert is_test_path(path) is is_test
