@@ -148,6 +148,10 @@ def _read_int(path: str) -> int | None:
 # --- the command line ---------------------------------------------------------------------
 
 
+# Empty and private inside the sandbox, whatever the host has there.
+PRIVATE_DIRS = ("/tmp", "/run", "/var/tmp")
+
+
 @dataclass(frozen=True)
 class RootLayers:
     """One workspace root as the sandbox sees it: the root under ``pending`` under ``upper``."""
@@ -184,8 +188,9 @@ def home_dirs(environ: Mapping[str, str]) -> list[str]:
 
 
 def readable_paths(settings: SandboxSettings) -> list[str]:
-    """Paths re-exposed read-only under the hidden homes: `sandbox.read_paths` plus the
-    Python installation AgentLS itself runs from (a venv's interpreter often lives in ~)."""
+    """Paths re-exposed read-only under the hidden homes and the private /tmp:
+    `sandbox.read_paths` plus the Python installation AgentLS itself runs from (a venv's
+    interpreter often lives in ~, or under /tmp in a CI checkout)."""
     paths = [os.path.expanduser(p) for p in settings.read_paths]
     paths += [sys.base_prefix, sys.prefix, os.path.realpath(sys.executable)]
     return [p for p in dict.fromkeys(os.path.realpath(p) for p in paths) if os.path.exists(p)]
@@ -208,11 +213,13 @@ def bwrap_argv(
         argv.append("--unshare-net")
     argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
              "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
-             "--tmpfs", "/tmp", "--tmpfs", "/run", "--tmpfs", "/var/tmp"]
+             *(arg for d in PRIVATE_DIRS for arg in ("--tmpfs", d))]
     for home in hidden_homes:
         argv += ["--tmpfs", home]
+    covered = (*PRIVATE_DIRS, *hidden_homes)
     for path in readable_paths(settings):
-        if any(path == h or path.startswith(h + "/") for h in hidden_homes):
+        # A venv under ~ or under /tmp (a CI checkout) is covered by an empty tmpfs above.
+        if any(path == h or path.startswith(h + "/") for h in covered):
             argv += ["--ro-bind-try", path, path]
     argv += ["--dir", env["HOME"], "--dir", env["TMPDIR"]]
     for layer in layers:

@@ -212,6 +212,26 @@ async def test_a_folder_removed_and_made_again(project: Path, sandbox: ShellSand
     assert (await sh(sandbox, ws, "ls src"))["stdout"] == "c.py\n"
 
 
+async def test_a_tool_under_tmp_stays_runnable(project: Path, home: Path,
+                                               tmp_path: Path) -> None:
+    """The private /tmp covers the host's; a read path under it (a venv in a CI checkout
+    under /tmp) is bound back read-only, and nothing else of the host's /tmp shows."""
+    assert str(tmp_path).startswith("/tmp/")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "hello").write_text("#!/bin/sh\necho hello from tmp\n")
+    (tools / "hello").chmod(0o755)
+    (tmp_path / "other.txt").write_text("not for the sandbox\n")
+    sandbox = ShellSandbox(SandboxSettings(read_paths=[str(tools)]), "tmp",
+                           environ={"PATH": os.environ["PATH"], "HOME": str(home)})
+    result = await sh(sandbox, Workspace([project]),
+                      f"{tools}/hello; touch {tools}/x 2>&1; cat {tmp_path}/other.txt 2>&1")
+    assert result["stdout"].startswith("hello from tmp\n"), result
+    assert "Read-only file system" in result["stdout"]
+    assert "not for the sandbox" not in result["stdout"]
+    assert not (tools / "x").exists()
+
+
 async def test_time_limit_stops_everything(project: Path, sandbox: ShellSandbox) -> None:
     result = await sandbox.run(Workspace([project]), "sleep 30 & sleep 30", None, 1,
                                api_key_env="OPENAI_API_KEY", output_limit=1000)
