@@ -21,7 +21,12 @@ from pathlib import Path
 from agentls.tools.semantic import store
 from agentls.tools.semantic.changes import ChangeJournal
 from agentls.tools.semantic.chunker import chunk_file
-from agentls.tools.semantic.embedding import Embedder, EmbeddingError, quantize
+from agentls.tools.semantic.embedding import (
+    Embedder,
+    EmbeddingError,
+    embedding_input,
+    quantize,
+)
 from agentls.tools.semantic.words import index_text, split_identifier
 from agentls.tools.workspace import Workspace
 
@@ -49,8 +54,9 @@ class UpdateStats:
 
 @dataclass
 class Touched:
-    """What a write changed: chunk texts added (hash → text, the text kept only for a
-    targeted update, which embeds from it), text hashes dropped, chunk ids removed."""
+    """What a write changed: chunk texts added (text hash → what the embedder sees, kept
+    only for a targeted update, which embeds from it), text hashes dropped, chunk ids
+    removed."""
 
     keep_texts: bool = False
     added: dict[str, str] = field(default_factory=dict)
@@ -302,7 +308,8 @@ class SemanticIndex:
             conn.execute("INSERT INTO chunks_fts(rowid, words, symbol, path) VALUES (?,?,?,?)",
                          (cur.lastrowid, index_text(chunk.text), index_text(chunk.symbol),
                           path_words))
-            written.added.setdefault(digest, chunk.text if written.keep_texts else "")
+            written.added.setdefault(digest, embedding_input(
+                display, chunk.symbol, chunk.text) if written.keep_texts else "")
             stats.chunks_added += 1
 
     def _remove(self, gone: list[str], known: dict[str, tuple[int, str, int, int]],
@@ -335,9 +342,12 @@ class SemanticIndex:
         if self.embedder is not None:  # keywords only: no scan of every chunk for nothing
             with self.lock:
                 if touched is None:
-                    missing = [(h, t) for h, t in self.conn.execute(
-                        "SELECT c.hash, min(c.text) FROM chunks c WHERE NOT EXISTS "
-                        "(SELECT 1 FROM vectors v WHERE v.hash = c.hash) GROUP BY c.hash")]
+                    missing = [(h, embedding_input(p, sym, t)) for h, p, sym, t in
+                               self.conn.execute(
+                        "SELECT c.hash, f.path, c.symbol, c.text FROM chunks c "
+                        "JOIN files f ON f.id = c.file_id WHERE c.id IN (SELECT min(c.id) "
+                        "FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v "
+                        "WHERE v.hash = c.hash) GROUP BY c.hash)")]
                 elif touched.added:
                     have = store.hashes_with_vectors(self.conn, list(touched.added))
                     missing = [(h, t) for h, t in touched.added.items() if h not in have]

@@ -20,7 +20,8 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 # 2: the FTS5 words are stemmed (porter), so "limits" finds "limit" and "retried" "retry".
-SCHEMA_VERSION = 2
+# 3: vectors are made from the chunk's path and symbol above its text (embedding_input).
+SCHEMA_VERSION = 3
 _SLICE = 500  # keys per IN (...): under SQLite's bound-parameter limit everywhere
 
 _SCHEMA = """

@@ -61,18 +61,24 @@ def test_full_then_incremental(tree: Path) -> None:
     index = SemanticIndex(Workspace([tree]), embedder)
     first = index.update()
     assert first.files_changed == 3 and first.vectors_added == first.chunks_added == 4
+    # What the embedder sees: the path, the symbol when there is one, then the text.
+    assert sorted(embedder.texts) == [
+        "README.md\n# Shop\n\nHow to deploy the shop.",
+        "src/db.py\nopen_database\ndef open_database(path):\n    return path",
+        "src/net.py\nparse_header\ndef parse_header(h):\n    return h.split(':')",
+        "src/net.py\nretry_later\ndef retry_later(call):\n    return call()"]
     assert paths(index) == ["README.md", "src/db.py", "src/net.py"]
 
     again = index.update()  # nothing changed: nothing read, nothing embedded
     assert (again.files_changed, again.vectors_added) == (0, 0)
 
-    # Edit one function: only that chunk is embedded again.
+    # Edit one function: only that chunk is embedded again, under its path and symbol.
     embedder.texts.clear()
     net = tree / "src/net.py"
     net.write_text(net.read_text().replace("h.split(':')", "h.partition(':')"))
     edited = index.update([net])
     assert edited.files_changed == 1 and embedder.texts == [
-        "def parse_header(h):\n    return h.partition(':')"]
+        "src/net.py\nparse_header\ndef parse_header(h):\n    return h.partition(':')"]
 
     # Touching without changing the content re-reads but does not re-chunk.
     os.utime(net, (1, 1))
@@ -107,7 +113,7 @@ def test_targeted_updates_look_only_at_their_own_chunks(tree: Path) -> None:
     net = tree / "src/net.py"
     net.write_text(net.read_text() + "\n\ndef close_socket(s):\n    s.close()\n")
     edited = index.update([net])
-    assert embedder.texts == ["def close_socket(s):\n    s.close()"]
+    assert embedder.texts == ["src/net.py\nclose_socket\ndef close_socket(s):\n    s.close()"]
     assert edited.vectors_added == 1 and edited.vectors_missing == 0
     # No whole-index query on an edit: vectors are only looked up (or freed) by key.
     scans = [q for q in statements if "GROUP BY" in q or (
