@@ -115,6 +115,21 @@ async def timed_code_action(client: LanguageClient, params: lsp.CodeActionParams
     return time.perf_counter() - started
 
 
+async def _interleaved(ours: LanguageClient, bare: LanguageClient,
+                       make: Callable[[int], lsp.CodeActionParams], rounds: int
+                       ) -> tuple[list[float], list[float]]:
+    """Seconds per request of ours and of the baseline, warmed up, then taken in turn."""
+    for i in range(WARMUP):
+        await timed_code_action(bare, make(i))
+        await timed_code_action(ours, make(i))
+    mine, base = [], []
+    for i in range(rounds):
+        params = make(i)
+        base.append(await timed_code_action(bare, params))
+        mine.append(await timed_code_action(ours, params))
+    return mine, base
+
+
 async def _code_action_figures(root: Path) -> list[Figure]:
     text, diagnostics = big_document()
     uri = (root / "big.py").as_uri()
@@ -144,14 +159,7 @@ async def _code_action_figures(root: Path) -> list[Figure]:
         for label, make, rounds in (("20-line selection", moving_selection, ROUNDS),
                                     ("whole document selected (54 actions)", whole_document,
                                      WORST_ROUNDS)):
-            for i in range(WARMUP):
-                await timed_code_action(bare, make(i))
-                await timed_code_action(ours, make(i))
-            mine, base = [], []
-            for i in range(rounds):
-                params = make(i)
-                base.append(await timed_code_action(bare, params))
-                mine.append(await timed_code_action(ours, params))
+            mine, base = await _interleaved(ours, bare, make, rounds)
             median, reference = median_ms(mine), median_ms(base)
             p99, p99_base = percentile_ms(mine, 99), percentile_ms(base, 99)
             name = f"codeAction, {LINES:,}-line document, {DIAGNOSTICS} diagnostics, {label}"
@@ -172,13 +180,7 @@ async def _same_answer_figure(ours: LanguageClient, same: LanguageClient,
     """The whole-document list against a bare server answering the same 54 actions."""
     listed = await same.text_document_code_action_async(make(0))
     assert listed is not None and len(listed) == DIAGNOSTICS + 4, listed
-    for i in range(WARMUP):
-        await timed_code_action(same, make(i))
-        await timed_code_action(ours, make(i))
-    mine, base = [], []
-    for i in range(WORST_ROUNDS):
-        base.append(await timed_code_action(same, make(i)))
-        mine.append(await timed_code_action(ours, make(i)))
+    mine, base = await _interleaved(ours, same, make, WORST_ROUNDS)
     median, reference = median_ms(mine), median_ms(base)
     return Figure(f"codeAction, {LINES:,}-line document, {DIAGNOSTICS} diagnostics, whole "
                   "document selected (54 actions): median vs bare pygls answering the same "
