@@ -10,10 +10,9 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
-import openai
 
 from agentls.config import BackendConfig
 from agentls.llm.backend import (
@@ -32,8 +31,14 @@ from agentls.llm.messages import (
     ToolCall,
     Usage,
 )
+from agentls.llm.openai_import import import_openai
 from agentls.llm.retry import RetryPolicy
 from agentls.redaction import StreamRedactor
+
+if TYPE_CHECKING:
+    import openai
+else:  # the same package, without building the ~700 API models a chat never uses
+    openai = import_openai()
 
 log = logging.getLogger(__name__)
 

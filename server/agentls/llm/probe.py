@@ -35,9 +35,8 @@ async def probe_models(base_url: str, api_key: str | None, *, timeout: float) ->
     """One ``GET /models`` with ``timeout`` seconds in all and no retries; never raises for
     what the server does (refused, hung, 401, HTML instead of JSON)."""
     import httpx2
-    import openai
 
-    from agentls.llm.openai_compat import NO_KEY
+    from agentls.llm.openai_compat import NO_KEY, openai
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or NO_KEY, max_retries=0,
                                 timeout=timeout)
