@@ -334,16 +334,16 @@ async def _chat_figures(folder: Path) -> list[Figure]:
 
 async def _first_chat_once_settled(root: Path, options: dict[str, Any], *, wait: bool = True
                                    ) -> float:
-    """A new server on the same workspace: wait for its background gathering of the project
-    facts (its log line), as a person opening the editor would take a moment, then time
-    its first chat to the first text event. Without ``wait``, the chat is sent as soon as
-    ``initialize`` is answered."""
+    """A new server on the same workspace: wait for its start-up work in the background (the
+    project facts and the engine; its log line), as a person opening the editor would take a
+    moment, then time its first chat to the first text event. Without ``wait``, the chat is
+    sent as soon as ``initialize`` is answered."""
     first_text = _FirstText()
     gathered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def log_message(params: Any) -> None:
         message = getattr(params, "message", "")
-        if "project facts gathered in the background" in message and not gathered.done():
+        if "start-up work done in the background" in message and not gathered.done():
             gathered.set_result(None)
 
     def chat_event(params: Any) -> None:

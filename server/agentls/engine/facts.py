@@ -233,6 +233,7 @@ def _visible_entries(
             entries = list(scan)
     except OSError:
         return []
+    folder_real = str(folder)  # the root, or folders below it reached without symlinks
     found = []
     for entry in entries:
         if budget[0] <= 0:
@@ -245,7 +246,7 @@ def _visible_entries(
             continue
         if is_dir and entry.name in TREE_SKIPPED_FOLDERS:
             continue
-        if not ws.is_visible(Path(entry.path)):
+        if not ws.is_visible_entry(folder_real, entry):
             continue
         found.append((entry.name, is_dir, is_dir and not is_link))  # a linked folder may loop
     found.sort(key=lambda e: (not e[1], e[0].casefold(), e[0]))

@@ -127,17 +127,32 @@ def load_instructions(ws: Workspace) -> Instructions:
 
 def _nested_agents_files(ws: Workspace, root: Path) -> list[str]:
     """``AGENTS.md`` files in sub-folders (relative, shallow first), skipping ignored and
-    noise folders; bounded so a huge repository does not slow a session's start."""
+    noise folders and linked ones; bounded so a huge repository does not slow a session's
+    start. Folders in the order ``os.walk`` would take them (depth first, by name)."""
     found: list[str] = []
     budget = NESTED_SCAN_LIMIT
-    for folder, dirs, files in os.walk(root):
+    top = str(root)  # real (Workspace.roots), and so is every folder reached below it
+    pending = [top]
+    while pending:
         budget -= 1
         if budget <= 0:
             break
-        here = Path(folder)
-        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_FOLDERS
-                         and not os.path.islink(os.path.join(folder, d))
-                         and ws.is_visible(here / d))
-        if here != root and "AGENTS.md" in files:
-            found.append((here / "AGENTS.md").relative_to(root).as_posix())
+        folder = pending.pop()
+        try:
+            with os.scandir(folder) as scan:
+                entries = list(scan)
+        except OSError:
+            continue
+        folders = []
+        for entry in entries:
+            try:
+                is_folder = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_folder:
+                if entry.name not in _SKIPPED_FOLDERS and ws.is_visible_entry(folder, entry):
+                    folders.append(entry.path)
+            elif entry.name == "AGENTS.md" and folder != top:
+                found.append(Path(entry.path).relative_to(root).as_posix())
+        pending += sorted(folders, reverse=True)
     return sorted(found, key=lambda p: (p.count("/"), p))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 
 from agentls.config import Settings, api_key, user_cache_dir
@@ -41,6 +42,7 @@ class BackendPool:
             max_delay=settings.retry.max_delay_s,
         )
         self._backends: dict[str, OpenAICompatBackend] = {}
+        self._lock = threading.Lock()
 
     @property
     def cache(self) -> ResponseCache | None:
@@ -54,8 +56,17 @@ class BackendPool:
         return self._cache
 
     def get(self, name: str | None = None) -> OpenAICompatBackend:
-        """The backend called ``name`` (default: the active one), created once and reused."""
+        """The backend called ``name`` (default: the active one), created once and reused;
+        safe to call from several threads (the server builds it ahead of the first chat in
+        one, while that chat may already ask for it on the event loop)."""
         name = name or self.settings.backend
+        found = self._backends.get(name)
+        if found is not None:
+            return found
+        with self._lock:
+            return self._create(name)
+
+    def _create(self, name: str) -> OpenAICompatBackend:
         if name not in self._backends:
             config = self.settings.backends.get(name)
             if config is None:

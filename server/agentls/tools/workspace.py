@@ -186,6 +186,27 @@ class Workspace:
             return False
         return True
 
+    def is_visible_entry(self, folder_real: str, entry: os.DirEntry[str]) -> bool:
+        """``is_visible(Path(entry.path))`` for an entry of ``os.scandir(folder_real)``,
+        where ``folder_real`` is a real path (reached without symlinks): the same answer
+        without resolving the path and stat-ing it again, which was most of the cost of
+        listing a big tree (engine/facts.py). A symlink takes the full check."""
+        try:
+            if entry.is_symlink():
+                return self.is_visible(Path(entry.path))
+            is_dir = entry.is_dir(follow_symlinks=False)
+            is_file = is_dir or entry.is_file(follow_symlinks=False)
+        except OSError:
+            return self.is_visible(Path(entry.path))
+        real = os.path.join(folder_real, entry.name)
+        root = self._real_root(real)
+        if root is None:
+            return self.is_visible(Path(entry.path))
+        if self._rules.refusal(root.path, root.fold_case, _rel(real, root.path),
+                               is_dir) is not None:
+            return False
+        return is_file  # neither a file nor a folder: a FIFO, socket or device
+
     def _lexical(self, text: str, original: str) -> tuple[_Root | None, str]:
         if text.startswith("/") or os.path.isabs(text):
             lexical = os.path.normpath(text)

@@ -62,3 +62,14 @@ def test_nested_files_beyond_the_total_cap_are_named(tmp_path: Path, monkeypatch
 
 def test_summary_without_any_file_says_none(tmp_path: Path) -> None:
     assert load_instructions(Workspace([tmp_path])).summary().startswith("instructions: none")
+
+
+def test_linked_and_denied_folders_are_not_searched_and_deep_ones_are(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    write(project / "a" / "b" / "c" / "AGENTS.md", "Deep rules.\n")
+    write(project / "z" / "AGENTS.md", "Z rules.\n")
+    write(tmp_path / "elsewhere" / "AGENTS.md", "Not this project's rules.\n")
+    (project / "linked").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    write(project / ".agentls" / "AGENTS.md", "Tool state, denied.\n")
+    loaded = load_instructions(Workspace([project]))
+    assert [f.path for f in loaded.files] == ["z/AGENTS.md", "a/b/c/AGENTS.md"]

@@ -571,3 +571,42 @@ def test_is_visible_over_a_tree_matches_resolve(ws: Workspace, root: Path) -> No
             except FenceError:
                 expected = False
             assert ws.is_visible(path) is expected, path
+
+
+# -- listing big trees -----------------------------------------------------------------------
+
+
+def _entries(folder: Path) -> list[tuple[str, os.DirEntry[str]]]:
+    """Every entry under ``folder`` (not following symlinks), with its folder's path."""
+    found = []
+    with os.scandir(folder) as scan:
+        for entry in scan:
+            found.append((str(folder), entry))
+            if entry.is_dir(follow_symlinks=False):
+                found += _entries(Path(entry.path))
+    return found
+
+
+def test_the_listing_check_of_an_entry_agrees_with_the_full_check(root: Path,
+                                                                  tmp_path: Path) -> None:
+    """``is_visible_entry`` (no realpath, no stat) answers as ``is_visible`` does for every
+    kind of entry: ignored, denied, re-included, symlinks in and out, a loop, a FIFO, and a
+    second root nested in the first."""
+    os.mkfifo(root / "pipe")
+    (root / "link_in.py").symlink_to(root / "src" / "a.py")
+    (root / "link_out.txt").symlink_to(tmp_path / "outside.txt")
+    (root / "link_secret").symlink_to(root / ".env")
+    (root / "link_dir").symlink_to(root / "src", target_is_directory=True)
+    (root / "dangling").symlink_to(tmp_path / "missing")
+    (root / "loop").symlink_to(root / "loop")
+    nested = root / "vendor" / "lib"
+    write(nested / ".gitignore", "*.gen\n")
+    write(nested / "x.gen")
+    write(nested / "ok.py")
+    for ws in (Workspace([root]), Workspace([root, nested])):
+        entries = _entries(root)
+        assert len(entries) > 50
+        disagree = [entry.path for folder, entry in entries
+                    if ws.is_visible_entry(folder, entry) != ws.is_visible(Path(entry.path))]
+        assert disagree == []
+    assert not Workspace([root, nested]).is_visible(nested / "x.gen")  # the nested root's rule
