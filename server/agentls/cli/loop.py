@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentls.cli.run_options import add_common_options, positive_int
+from agentls.import_gc import imports_without_gc
 
 if TYPE_CHECKING:
     from agentls.cli.headless import Headless
@@ -64,7 +65,8 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
         flags["completion_mode"] = args.completion
     if args.no_progress_limit is not None:
         flags["no_progress_limit"] = args.no_progress_limit
-    from agentls.cli.headless import Headless
+    with imports_without_gc():  # the engine, openai, the settings' models
+        from agentls.cli.headless import Headless
 
     headless = Headless(args, workspace, command="loop", source=args.task,
                         settings_flags=flags)

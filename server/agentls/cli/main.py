@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from agentls import __version__, redaction
 from agentls.cli import exitcodes
+from agentls.import_gc import imports_without_gc
 
 
 class _Parser(argparse.ArgumentParser):
@@ -156,35 +157,43 @@ def _requested_command(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _command(name: str) -> Callable[[argparse.Namespace, Path], int]:
+    """The function that runs the subcommand ``name``, its module imported."""
+    module_name = _command_module(name)
+    if module_name is not None:
+        import importlib
+
+        run: Callable[[argparse.Namespace, Path], int] = importlib.import_module(module_name).run
+        return run
+    if name == "config":
+        from agentls.cli.config_cmd import run_config
+
+        return run_config
+    if name == "cache":
+        from agentls.cli.cache_cmd import run_cache
+
+        return run_cache
+    if name == "ask":
+        from agentls.cli.ask import run_ask
+
+        return run_ask
+    if name == "replay":
+        from agentls.devtools.replay import main as replay_main
+
+        return lambda args, _: replay_main(
+            ["--script", str(args.script), "--port", str(args.port), "--host", args.host])
+    raise AssertionError(f"unhandled command {name!r}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(_requested_command(arguments)).parse_args(arguments)
     workspace = (args.cwd or Path.cwd()).resolve()
     redaction.install_log_filter()
     try:
-        module_name = _command_module(args.command)
-        if module_name is not None:
-            import importlib
-
-            return int(importlib.import_module(module_name).run(args, workspace))
-        if args.command == "config":
-            from agentls.cli.config_cmd import run_config
-
-            return run_config(args, workspace)
-        if args.command == "cache":
-            from agentls.cli.cache_cmd import run_cache
-
-            return run_cache(args, workspace)
-        if args.command == "ask":
-            from agentls.cli.ask import run_ask
-
-            return run_ask(args, workspace)
-        if args.command == "replay":
-            from agentls.devtools.replay import main as replay_main
-
-            return replay_main(
-                ["--script", str(args.script), "--port", str(args.port), "--host", args.host]
-            )
+        with imports_without_gc():  # each command's modules (pydantic models, the engine)
+            command = _command(args.command)
+        return command(args, workspace)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return exitcodes.INTERRUPTED
@@ -192,4 +201,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`agentls config list | head`): not an error worth a traceback.
         sys.stderr.close()
         return exitcodes.OK
-    raise AssertionError(f"unhandled command {args.command!r}")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentls.cli.run_options import add_common_options, positive_int
+from agentls.import_gc import imports_without_gc
 
 if TYPE_CHECKING:
     from agentls.cli.headless import Headless
@@ -92,7 +93,8 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
         source = prompt_source(args.words, args.prompt_text, workspace)
     except PromptUsageError as exc:
         source, problem = PromptSource(), str(exc)
-    from agentls.cli.headless import Headless
+    with imports_without_gc():  # the engine, openai, the settings' models
+        from agentls.cli.headless import Headless
 
     headless = Headless(args, workspace, command="run",
                         source=source.file if source.file is not None else "inline",

@@ -19,6 +19,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from agentls import redaction
+from agentls.import_gc import imports_without_gc
 
 if TYPE_CHECKING:
     from agentls.lsp.server import AgentLanguageServer
@@ -91,7 +92,8 @@ TTY_NOTICE = (
 
 
 def run(args: argparse.Namespace, workspace: Path) -> int:
-    from agentls.lsp.server import create_server
+    with imports_without_gc():
+        from agentls.lsp.server import create_server
 
     person = args.tcp is None and sys.stdin.isatty()
     if person:

@@ -16,7 +16,6 @@ the first request that needs it (both in threads, so the editor is never blocked
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import logging
 import time
@@ -35,7 +34,7 @@ from pygls.protocol import (
 )
 from pygls.uris import to_fs_path
 
-from agentls import __version__
+from agentls import __version__, import_gc
 from agentls.lsp import settings as lsp_settings
 from agentls.lsp.context import ServerContext
 from agentls.lsp.handlers import logged as logged  # re-exported for older imports
@@ -211,7 +210,7 @@ class AgentLanguageServer(ServerContext):
                                           "in the editor, then try again.")
                     # Importing the engine (openai, pydantic models) and opening the store
                     # take a while: not on the event loop.
-                    module = await asyncio.to_thread(importlib.import_module,
+                    module = await asyncio.to_thread(import_gc.import_module,
                                                      "agentls.lsp.engine_host")
                     contexts = await self._project_contexts()
                     try:
@@ -232,7 +231,7 @@ class AgentLanguageServer(ServerContext):
         """The engine's cache of project facts, made on first use (its modules imported in a
         thread)."""
         if self._contexts is None:
-            module = await asyncio.to_thread(importlib.import_module,
+            module = await asyncio.to_thread(import_gc.import_module,
                                              "agentls.engine.context_cache")
             if self._contexts is None:
                 self._contexts = module.ProjectContextCache()
@@ -269,7 +268,7 @@ class AgentLanguageServer(ServerContext):
         in the workspace; a workspace without one gets it on the first request, as before. No
         connection is opened before a request."""
         started = time.perf_counter()
-        await asyncio.to_thread(importlib.import_module, "agentls.lsp.engine_host")
+        await asyncio.to_thread(import_gc.import_module, "agentls.lsp.engine_host")
         root = self.root
         if root is None or not (root / ".agentls" / "state.db").is_file():
             return
