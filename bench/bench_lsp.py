@@ -21,6 +21,7 @@ subprocesses driven over stdio by the same pygls LanguageClient, interleaved.
 from __future__ import annotations
 
 import asyncio
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -51,6 +52,7 @@ WORST_ROUNDS = 500
 COLD_ROUNDS = 15
 WORKSPACE_FILES = 20_000
 CHAT_ROUNDS = 30
+RESTART_ROUNDS = 5
 
 
 def capabilities() -> lsp.ClientCapabilities:
@@ -293,9 +295,13 @@ async def _chat_figures(folder: Path) -> list[Figure]:
                 return first
 
             first_chat, session = await chat(None)  # loads the engine, gathers project facts
-            settled = await _first_chat_once_settled(root, options)
-            # A restart: the facts stored by the last server, its session store on disk.
-            at_once = await _first_chat_once_settled(root, options, wait=False)
+            # New servers on the same workspace (restarts: the facts stored by the last server,
+            # its session store on disk), each figure the median of RESTART_ROUNDS.
+            settled = statistics.median([await _first_chat_once_settled(root, options)
+                                         for _ in range(RESTART_ROUNDS)])
+            at_once = statistics.median([
+                await _first_chat_once_settled(root, options, wait=False)
+                for _ in range(RESTART_ROUNDS)])
             for _ in range(3):
                 await chat(session)
                 await model_ttft()
@@ -306,13 +312,15 @@ async def _chat_figures(folder: Path) -> list[Figure]:
             ttft = median_ms([await model_ttft() for _ in range(5)])
             figures.append(Figure(
                 f"chat on {WORKSPACE_FILES:,} files, first chat once the start-up work is done "
-                "(the facts gathered in the background after initialized): first text event "
-                f"minus the model's own time to first token ({ttft:.1f} ms)",
+                "(facts and engine made in the background after initialized; median of "
+                f"{RESTART_ROUNDS} restarts): first text event minus the model's own time to "
+                f"first token ({ttft:.1f} ms)",
                 settled * 1000 - ttft, "ms", None, "<= 150 ms", settled * 1000 - ttft <= 150))
             figures.append(Figure(
                 f"chat on {WORKSPACE_FILES:,} files, first chat right after a restart (sent "
-                "as soon as initialize is answered; facts stored by the last server): first "
-                f"text event minus the model's own time to first token ({ttft:.1f} ms)",
+                "as soon as initialize is answered; facts stored by the last server; median "
+                f"of {RESTART_ROUNDS}): first text event minus the model's own time to first "
+                f"token ({ttft:.1f} ms)",
                 at_once * 1000 - ttft, "ms", None, "<= 150 ms", at_once * 1000 - ttft <= 150))
             for label, new_session in (("new session (facts of the last minute reused)", True),
                                        ("follow-up turn", False)):
