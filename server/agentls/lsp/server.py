@@ -239,39 +239,36 @@ class AgentLanguageServer(ServerContext):
         return self._contexts
 
     async def warm_up(self) -> None:
-        """Right after ``initialized``: gather the project facts and import the engine in the
-        background, at the same time, so the first chat finds both ready. Creates no file
-        (the session store opens on the first request that needs it) and never blocks a
-        request: the work runs in threads and a git subprocess. At the same time because the
-        import holds the interpreter while git runs in its own process and the file walk
-        waits on the disk; one after the other, a chat sent right after a restart waited for
-        the sum."""
+        """Right after ``initialized``: import the engine and gather the project facts in the
+        background, so the first chat finds them ready. Creates no file (the session store
+        opens on the first request that needs it) and never blocks a request: the work runs
+        in threads and a git subprocess. (Gathering the facts while the engine imports was
+        tried: no faster, the import holds the interpreter either way.)"""
         if not self.roots:
             return
         await self.ready()
-        contexts = await self._project_contexts()
         started = time.perf_counter()
-        await asyncio.gather(self._gather_facts(contexts), self._prepare_engine())
+        contexts = await self._project_contexts()
+        # Imported now, in a thread, while nobody waits: the engine's heaviest imports
+        # (openai), so the first chat does not pay for them.
+        await asyncio.to_thread(import_gc.import_module, "agentls.lsp.engine_host")
+        gathering = time.perf_counter()
+        await contexts.refresh(self.new_workspace())
+        log.info("project facts gathered in the background (%.0f ms)",
+                 (time.perf_counter() - gathering) * 1000)
+        await self._prepare_engine()
         log.info("start-up work done in the background (%.0f ms): the first chat finds the "
                  "project facts and the engine ready", (time.perf_counter() - started) * 1000)
 
-    async def _gather_facts(self, contexts: ProjectContextCache) -> None:
-        started = time.perf_counter()
-        await contexts.refresh(self.new_workspace())
-        log.info("project facts gathered in the background (%.0f ms)",
-                 (time.perf_counter() - started) * 1000)
-
     async def _prepare_engine(self) -> None:
-        """Import the engine's modules (openai, pydantic models) in a thread while nobody
-        waits; where an earlier run left a session store, also open it and build the model
-        client (the SSL context, the HTTP pool). Opening a store that exists creates nothing
-        in the workspace; a workspace without one gets it on the first request, as before. No
-        connection is opened before a request."""
-        started = time.perf_counter()
-        await asyncio.to_thread(import_gc.import_module, "agentls.lsp.engine_host")
+        """Where an earlier run left a session store, open it and build the model client now
+        (the SSL context, the HTTP pool), so the first chat does not wait for them. Opening a
+        store that exists creates nothing in the workspace; a workspace without one gets it on
+        the first request, as before. No connection is opened before a request."""
         root = self.root
         if root is None or not (root / ".agentls" / "state.db").is_file():
             return
+        started = time.perf_counter()
         try:
             host = await self.engine()
             await asyncio.to_thread(host.pool.get)
