@@ -19,7 +19,6 @@ replaces that loop, one level above the handlers:
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import logging
 import os
@@ -38,6 +37,8 @@ from pygls.exceptions import (
 )
 from pygls.io_ import StdoutWriter
 
+from agentls.lsp.wind_down import WIND_DOWN_S, wind_down
+
 if TYPE_CHECKING:
     from pygls.protocol import JsonRPCProtocol
 
@@ -47,9 +48,6 @@ log = logging.getLogger(__name__)
 
 MAX_BODY = 512 * 1024 * 1024  # a Content-Length above this is garbage, not a message
 IDLE_S = 1.0  # a complete JSON body followed by this much silence ends a too-long frame
-# After exit (or the client closing the stream), what still runs is cancelled and given this
-# long to stop; a task that does not is named in the log and the process exits anyway.
-WIND_DOWN_S = 5.0
 _CHUNK = 65536
 _LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*(\d+)", re.IGNORECASE)
 _HEADER = re.compile(rb"^[A-Za-z][A-Za-z0-9-]*[ \t]*:")
@@ -378,30 +376,11 @@ async def _serve(server: AgentLanguageServer, reader: FrameReader,
             break
         except (JsonRpcException, ValueError, TypeError, AttributeError, KeyError):
             log.exception("a message could not be handled")
-    if not await wind_down(WIND_DOWN_S):
-        # asyncio.run would wait for those tasks forever: the editor is gone, so is the server.
+    if not await wind_down(WIND_DOWN_S):  # a task would hold asyncio.run forever: exit now
         server.shutdown()
         logging.shutdown()
         os._exit(code)
     return code
-
-
-async def wind_down(timeout: float) -> bool:
-    """Cancel every other task and wait up to ``timeout`` seconds for them to stop; False,
-    with each one that did not named in the log with where it waits, if any is left."""
-    current = asyncio.current_task()
-    running = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
-    for task in running:
-        task.cancel()
-    if not running:
-        return True
-    _, pending = await asyncio.wait(running, timeout=timeout)
-    for task in pending:
-        where = io.StringIO()
-        task.print_stack(file=where)
-        log.error("task %s did not stop within %g s of the exit: %s", task.get_name(), timeout,
-                  where.getvalue())
-    return not pending
 
 
 def serve_stdio(server: AgentLanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
