@@ -59,7 +59,7 @@ class _LazyInitLoader(importlib.abc.Loader):
                 real.exec_module(module)
 
         def __getattr__(name: str) -> Any:
-            if name.startswith("__") and name not in ("__all__",):
+            if name.startswith("__") and name != "__all__":
                 raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
             if not loaded:
                 submodule = f"{module.__name__}.{name}"
