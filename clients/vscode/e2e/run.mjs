@@ -323,10 +323,17 @@ async function main() {
     step = "history restored after a reload";
     await page.reload();
     await page.locator(".monaco-workbench").waitFor({ timeout: T.long });
-    await until("the conversation restored from agentls/history", async () => {
-      const turns = await panelFrame().locator("section.turn .prompt").allInnerTexts();
-      return turns.includes("Say hello") && turns.includes("Please run the check") ? turns : false;
-    });
+    let shown = "(the panel was not found)";
+    try {
+      await until("the conversation restored from agentls/history", async () => {
+        const turns = await panelFrame().locator("section.turn .prompt").allInnerTexts();
+        shown = turns.length ? `the prompts ${JSON.stringify(turns)}`
+          : JSON.stringify((await panelFrame().locator("#root").innerText({ timeout: 2_000 })).slice(0, 200));
+        return turns.includes("Say hello") && turns.includes("Please run the check") ? turns : false;
+      });
+    } catch (error) {
+      throw new Fatal(`${error.message}; the panel showed ${shown}`);
+    }
     log("after a reload the panel shows the session again (agentls/history)");
     await context.close();
   } catch (error) {
@@ -379,6 +386,16 @@ function copyOutputLog(userData) {
   }
 }
 
+/** The last lines of each AgentLS output log copied to the artifacts, on stderr. */
+function printLogTails(lines = 12) {
+  if (!fs.existsSync(ARTIFACTS)) return;
+  for (const name of fs.readdirSync(ARTIFACTS).filter((f) => f.startsWith("agentls-output")).sort()) {
+    const tail = fs.readFileSync(path.join(ARTIFACTS, name), "utf8").trimEnd().split("\n").slice(-lines);
+    console.error(`[e2e] last lines of ${name}:`);
+    for (const line of tail) console.error(`  ${line}`);
+  }
+}
+
 async function answerInputBoxLoose(text) {
   const input = page.locator(".quick-input-widget input.input");
   await input.waitFor({ state: "visible", timeout: T.short });
@@ -422,6 +439,7 @@ try {
 } catch (error) {
   console.error(`[e2e] FAIL ${error instanceof Error ? error.message : error}`);
   console.error(`[e2e] logs and screenshots: ${path.relative(process.cwd(), ARTIFACTS)}/`);
+  printLogTails(); // CI shows only the end of the output: say there what the server logged
   process.exitCode = 1;
 } finally {
   await Promise.all(children.map((child) => new Promise((resolve) => {

@@ -5,13 +5,14 @@ import * as vscode from "vscode";
 import type { LanguageClient } from "vscode-languageclient/node";
 import {
   applyEvent, applyResult, type ChatEvent, type ChatResult, emptyModel, failTurn, fromHistory,
-  type HistoryMessage, type PanelModel, running, startTurn,
+  type HistoryMessage, type PanelModel, restoreFailure, running, startTurn,
 } from "./pure/model";
 import { toView } from "./pure/view";
 import type { ChatPanel } from "./panel";
 import type { StatusItem } from "./status";
 
 const SESSION_KEY = "agentls.sessionId";
+const RESTORE_ATTEMPTS = 3;
 
 export interface ChatContext {
   uri?: string;
@@ -144,30 +145,60 @@ export class Chat {
   }
 
   async openSession(sessionId: string): Promise<void> {
-    const client = this.client();
-    if (!client?.isRunning()) throw new Error("the AgentLS server is not running");
-    const answer = await client.sendRequest<{ messages: HistoryMessage[] }>(
-      "agentls/history", { sessionId });
-    this.model = fromHistory(sessionId, answer.messages);
+    this.model = fromHistory(sessionId, await this.history(sessionId));
     void this.state.update(SESSION_KEY, sessionId);
     this.refresh(true, true);
   }
 
-  /** After start-up: the stored session's history, so a reload shows the conversation. */
-  async restore(): Promise<void> {
+  /** After start-up: the stored session's history, so a reload shows the conversation. A
+   * session the server does not have is forgotten; any other failure is tried again
+   * (RESTORE_ATTEMPTS, a second apart), then the id is kept and the person told. */
+  async restore(log: (line: string) => void): Promise<void> {
     const sessionId = this.model.sessionId;
     if (!sessionId || this.model.turns.length > 0) {
       this.refresh(true);
       return;
     }
-    try {
-      await this.openSession(sessionId);
-    } catch (error) {
-      this.model = emptyModel();
-      void this.state.update(SESSION_KEY, undefined);
-      this.refresh(true, true);
-      console.warn(`AgentLS: could not restore session ${sessionId}: ${messageOf(error)}`);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const messages = await this.history(sessionId);
+        // The person may have started a turn (or a new session) while the request was out.
+        if (this.model.sessionId !== sessionId || this.model.turns.length > 0) return;
+        this.model = fromHistory(sessionId, messages);
+        this.refresh(true, true);
+        return;
+      } catch (error) {
+        const what = restoreFailure(error, attempt, RESTORE_ATTEMPTS);
+        log(`Restoring session ${sessionId} (attempt ${attempt} of ${RESTORE_ATTEMPTS}) failed: ` +
+            `${messageOf(error)}` + (what === "forget" ? "; the panel starts a new session"
+              : what === "retry" ? "; trying again" : "; the session id is kept"));
+        if (what === "forget") {
+          if (this.model.sessionId === sessionId && this.model.turns.length === 0) {
+            this.model = emptyModel();
+            void this.state.update(SESSION_KEY, undefined);
+            this.refresh(true, true);
+          }
+          return;
+        }
+        if (what === "keep") {
+          this.refresh(true);
+          void vscode.window.showWarningMessage(
+            `AgentLS could not show the last conversation (${messageOf(error)}). It is still ` +
+            "stored: run “Developer: Reload Window” to try again, or “AgentLS: Show Log” for details.");
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        if (this.model.sessionId !== sessionId || this.model.turns.length > 0) return;
+      }
     }
+  }
+
+  private async history(sessionId: string): Promise<HistoryMessage[]> {
+    const client = this.client();
+    if (!client?.isRunning()) throw new Error("the AgentLS server is not running");
+    const answer = await client.sendRequest<{ messages: HistoryMessage[] }>(
+      "agentls/history", { sessionId });
+    return answer.messages;
   }
 
   /** Posts the view to the webview at most every 40 ms while text streams. */

@@ -56,7 +56,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     recordTiming({ figure: "initialize", activationToInitializeMs: performance.now() - activated,
                    startToInitializeMs: performance.now() - began });
     status.set("idle");
-    await chat.restore();
+    await chat.restore((line) => output.appendLine(line));
   };
 
   const restart = async (): Promise<void> => {

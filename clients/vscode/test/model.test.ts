@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
-  applyEvent, applyResult, type ChatEvent, emptyModel, failTurn, fromHistory, startTurn,
+  applyEvent, applyResult, type ChatEvent, emptyModel, failTurn, fromHistory, restoreFailure,
+  startTurn,
 } from "../src/pure/model";
 import { toView } from "../src/pure/view";
 
@@ -119,4 +120,15 @@ test("history becomes turns: user prompts, assistant text, tool calls with resul
       summary: "failed: denied" },
   ]);
   assert.ok(model.turns.every((t) => t.state === "done"));
+});
+
+test("a failed restore forgets the session only when the server does not have it", () => {
+  const notFound = Object.assign(new Error("session not found: s1"), { code: -32602 });
+  assert.equal(restoreFailure(notFound, 1, 3), "forget");
+  const internal = Object.assign(new Error("database is locked"), { code: -32603 });
+  assert.equal(restoreFailure(internal, 1, 3), "retry");
+  assert.equal(restoreFailure(internal, 2, 3), "retry");
+  assert.equal(restoreFailure(internal, 3, 3), "keep");
+  assert.equal(restoreFailure(new Error("the AgentLS server is not running"), 3, 3), "keep");
+  assert.equal(restoreFailure("a string", 1, 3), "retry");
 });

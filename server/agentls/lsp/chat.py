@@ -189,8 +189,6 @@ def setup(server: ServerContext) -> None:
     @server.feature(protocol.HISTORY)
     @logged
     async def history(ls: ServerContext, params: Any) -> dict[str, Any]:
-        from agentls.engine.sessions import SessionNotFound
-
         try:
             session_id = protocol.parse_session_id(params)
             host = await ls.engine()
@@ -198,6 +196,10 @@ def setup(server: ServerContext) -> None:
             raise _invalid(exc) from None
         except TurnRefused as exc:
             raise refused_error(exc) from None
+        # Imported once the engine is: never on the event loop while the start-up thread
+        # imports the same modules (two threads importing one package can deadlock).
+        from agentls.engine.sessions import SessionNotFound
+
         if host.store.get_session(session_id) is None:
             raise JsonRpcInvalidParams(str(SessionNotFound(session_id)))
         # A long session is megabytes of stored messages: read them off the event loop.

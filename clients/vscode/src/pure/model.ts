@@ -223,6 +223,19 @@ export function fromHistory(sessionId: string, messages: HistoryMessage[]): Pane
   return model;
 }
 
+/** JSON-RPC InvalidParams: what the server answers agentls/history for a session it does not
+ * have (deleted, or another workspace's). Any other failure is worth another try. */
+const INVALID_PARAMS = -32602;
+
+/** After a failed agentls/history at start-up: forget the stored session id only when the
+ * server says the session does not exist; otherwise try again, then keep the id. */
+export function restoreFailure(error: unknown, attempt: number, attempts: number):
+    "forget" | "retry" | "keep" {
+  const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
+  if (code === INVALID_PARAMS) return "forget";
+  return attempt < attempts ? "retry" : "keep";
+}
+
 const NOTE = /^\[AgentLS note: ([^\n]*)\]\n/;
 
 /** The server puts its notes to the model ("the person rejected your changes…") before the
