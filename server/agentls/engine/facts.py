@@ -129,7 +129,8 @@ async def build_project_facts(ws: Workspace) -> ProjectFacts:
 
 
 def _file_facts(ws: Workspace, root: Path) -> tuple[TreeListing, tuple[KeyFile, ...]]:
-    return _tree(ws, root), _key_files(ws, root)
+    with ws.listing():
+        return _tree(ws, root), _key_files(ws, root)
 
 
 async def _git_facts(ws: Workspace, root: Path) -> tuple[GitFacts | None, str | None]:

@@ -104,7 +104,8 @@ def load_instructions(ws: Workspace) -> Instructions:
     total = 0
     for root in ws.roots:
         names = list(INSTRUCTION_FILES)
-        nested = _nested_agents_files(ws, root)
+        with ws.listing():
+            nested = _nested_agents_files(ws, root)
         if not (root / "AGENTS.md").is_file():
             names[1:1] = FALLBACK_FILES
         for rel in [*names, *nested]:

@@ -16,9 +16,11 @@ Decisions worth knowing:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -68,12 +70,38 @@ def compile_rules(lines: Sequence[str], source: str, base: str, fold_case: bool)
 
 
 class IgnoreFiles:
-    """Compiled ignore files, one per path, recompiled when the file's stat changes."""
+    """Compiled ignore files, one per path, recompiled when the file's stat changes.
+
+    Each lookup stats the file, unless the calling thread is inside ``snapshot()``: there
+    each file is stat-ed once, as git reads them once per command (a listing of 20,000
+    files otherwise stats ``.agentlsignore`` and every folder's ``.gitignore`` per entry)."""
 
     def __init__(self) -> None:
         self._cache: dict[str, tuple[tuple[int, int, int] | None, Rules | None]] = {}
+        self._local = threading.local()  # .checked: files stat-ed in this thread's snapshot
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Within the block, this thread reads each ignore file's stat once (nestable)."""
+        if getattr(self._local, "checked", None) is not None:
+            yield
+            return
+        self._local.checked = set()
+        try:
+            yield
+        finally:
+            self._local.checked = None
 
     def rules(self, file: str, source: str, base: str, fold_case: bool) -> Rules | None:
+        checked: set[str] | None = getattr(self._local, "checked", None)
+        if checked is not None and file in checked:
+            return self._cache[file][1]
+        rules = self._load(file, source, base, fold_case)
+        if checked is not None:
+            checked.add(file)
+        return rules
+
+    def _load(self, file: str, source: str, base: str, fold_case: bool) -> Rules | None:
         try:
             st = os.stat(file)
         except OSError:
@@ -105,6 +133,10 @@ class FenceRules:
         # Deny patterns are lower-cased and matched against lower-cased paths.
         self._deny = compile_rules(deny, "the deny list", "", fold_case=True)
         self._ignore_files = IgnoreFiles()
+
+    def snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """For a listing: each ignore file is read (stat-ed) once in the block, not per path."""
+        return self._ignore_files.snapshot()
 
     def refusal(self, root: str, fold_case: bool, rel: str, is_dir: bool) -> Refusal | None:
         """Why ``rel`` (posix, relative to ``root``) is refused or ignored; None if it is not."""

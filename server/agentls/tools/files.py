@@ -120,6 +120,11 @@ def _glob_match(spec: Any, entry: str, prefix: str) -> bool:
 
 def _entries(ws: Workspace, folder: WorkspacePath, recursive: bool) -> set[str]:
     """Display paths (folders end in '/') as the overlay sees them, fence applied."""
+    with ws.listing():
+        return _entries_of(ws, folder, recursive)
+
+
+def _entries_of(ws: Workspace, folder: WorkspacePath, recursive: bool) -> set[str]:
     found: set[str] = set()
     cs = ws.changeset
     for current, dirs, files in os.walk(folder.abs):

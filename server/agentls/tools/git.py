@@ -379,7 +379,8 @@ async def _empty_diff_hint(
         if root not in repos:
             continue
         status = await _read_status(root, pathspec)
-        entries = [e for e in status.entries if ws.is_visible(e.abs)]
+        with ws.listing():
+            entries = [e for e in status.entries if ws.is_visible(e.abs)]
         staged_count += sum(1 for e in entries if e.code[0] not in " ?")
         untracked += sum(1 for e in entries if e.code == "??")
     hints = ["No unstaged changes."]

@@ -11,6 +11,11 @@ from agentls.tools.search_state import SearchState, SearchTarget
 
 
 def walk_python(search: SearchState, target: SearchTarget) -> None:
+    with search.ws.listing():
+        _walk(search, target)
+
+
+def _walk(search: SearchState, target: SearchTarget) -> None:
     base = target.root / target.rel if target.rel != "." else target.root
     if base.is_file():
         files: Iterator[str] = iter([target.rel])

@@ -20,6 +20,7 @@ rules themselves are in ``fence_rules.py``.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -185,6 +186,12 @@ class Workspace:
         except FenceError:
             return False
         return True
+
+    def listing(self) -> contextlib.AbstractContextManager[None]:
+        """Around a walk of many entries (``is_visible`` / ``is_visible_entry``): in the block
+        this thread stats each ignore file once instead of once per path, so an ignore file
+        changed during the walk may count only from the next one."""
+        return self._rules.snapshot()
 
     def is_visible_entry(self, folder_real: str, entry: os.DirEntry[str]) -> bool:
         """``is_visible(Path(entry.path))`` for an entry of ``os.scandir(folder_real)``,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -610,3 +611,28 @@ def test_the_listing_check_of_an_entry_agrees_with_the_full_check(root: Path,
                     if ws.is_visible_entry(folder, entry) != ws.is_visible(Path(entry.path))]
         assert disagree == []
     assert not Workspace([root, nested]).is_visible(nested / "x.gen")  # the nested root's rule
+    ws = Workspace([root])
+    with ws.listing():  # each ignore file stat-ed once: the same answers
+        assert [ws.is_visible_entry(f, e) for f, e in entries] == \
+            [ws.is_visible(Path(e.path)) for _, e in entries]
+
+
+def test_a_listing_reads_ignore_files_once_and_only_in_its_own_thread(ws: Workspace,
+                                                                      root: Path) -> None:
+    """Inside ``listing()`` an ignore file edited mid-walk is not stat-ed again (git reads
+    them once per command); other threads, and this one after the block, see the edit."""
+    readme = root / "README.md"
+    assert ws.is_visible(readme)
+    seen_elsewhere: list[bool] = []
+    with ws.listing():
+        assert ws.is_visible(readme)
+        write(root / ".gitignore", (root / ".gitignore").read_text() + "README.md\n")
+        with ws.listing():  # nested: still the same snapshot
+            assert ws.is_visible(readme)
+        worker = threading.Thread(target=lambda: seen_elsewhere.append(ws.is_visible(readme)))
+        worker.start()
+        worker.join()
+    assert seen_elsewhere == [False]
+    assert not ws.is_visible(readme)
+    with ws.listing():
+        assert not ws.is_visible(readme)

@@ -197,7 +197,8 @@ class SemanticIndex:
             known = {row[0]: (row[1], row[2], row[3], row[4]) for row in self.conn.execute(
                 "SELECT path, id, sha256, mtime_ns, size FROM files")}
         if paths is None:
-            candidates = list(self._walk())
+            with self.workspace.listing():
+                candidates = list(self._walk())
             gone = [p for p in known if p not in {d for d, _ in candidates}]
         else:
             candidates, gone = self._resolve(paths)
