@@ -9,11 +9,12 @@ of status and diff.
 from __future__ import annotations
 
 import asyncio
-import os
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentls.tools import git_prefetch
 from agentls.tools.output import fail, ok
 from agentls.tools.workspace import FenceError
 
@@ -25,9 +26,6 @@ if TYPE_CHECKING:
 MAX_LOG_ENTRIES = 50
 MAX_STATUS_ENTRIES = 300
 GIT_TIMEOUT_SECONDS = 30.0
-_CONFIG = ("-c", "color.ui=never", "-c", "core.quotepath=off", "-c", "core.fsmonitor=false")
-# Variables that would point git at another repository than the root we pass.
-_REPOSITORY_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
 
 
 class GitError(Exception):
@@ -145,15 +143,26 @@ async def git_facts(
 
 
 async def _run_git(root: Path, *args: str, check: bool = True) -> tuple[int, str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARIABLES}
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", GIT_PAGER="cat", LC_ALL="C")
+    started = git_prefetch.take(root, args)  # `agentls run` started it while importing
+    if started is not None:
+        code, out, err = await _finish(started, args)
+    else:
+        code, out, err = await _spawn(root, args)
+    stdout = out.decode("utf-8", errors="replace")
+    stderr = err.decode("utf-8", errors="replace").strip()
+    if check and code != 0:
+        raise GitError("GIT_FAILED", f"git {args[0]} failed: {stderr or f'exit code {code}'}")
+    return code, stdout, stderr
+
+
+async def _spawn(root: Path, args: Sequence[str]) -> tuple[int, bytes, bytes]:
     try:
         process = await asyncio.create_subprocess_exec(
-            "git", "-C", str(root), "--no-pager", *_CONFIG, *args,
+            *git_prefetch.command(root, args),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=env,
+            env=git_prefetch.environment(),
         )
     except FileNotFoundError as exc:
         raise GitError(
@@ -164,18 +173,37 @@ async def _run_git(root: Path, *args: str, check: bool = True) -> tuple[int, str
     except TimeoutError as exc:
         process.kill()
         await process.communicate()  # drain the pipes, or wait() would not return
-        raise GitError(
-            "GIT_TIMEOUT", f"git {args[0]} took longer than {GIT_TIMEOUT_SECONDS:g} s."
-        ) from exc
+        raise _timeout(args) from exc
     except asyncio.CancelledError:
         process.kill()
         raise
-    code = process.returncode or 0
-    stdout = out.decode("utf-8", errors="replace")
-    stderr = err.decode("utf-8", errors="replace").strip()
-    if check and code != 0:
-        raise GitError("GIT_FAILED", f"git {args[0]} failed: {stderr or f'exit code {code}'}")
-    return code, stdout, stderr
+    return process.returncode or 0, out, err
+
+
+async def _finish(process: subprocess.Popen[bytes], args: Sequence[str]
+                  ) -> tuple[int, bytes, bytes]:
+    """A prefetched command's output; it has usually exited already."""
+    def wait() -> tuple[bytes, bytes]:
+        try:
+            return process.communicate(timeout=GIT_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise _timeout(args) from None
+
+    if process.poll() is not None:
+        out, err = process.communicate()
+    else:
+        try:
+            out, err = await asyncio.to_thread(wait)
+        except asyncio.CancelledError:
+            process.kill()  # the thread's communicate() then returns
+            raise
+    return process.returncode or 0, out, err
+
+
+def _timeout(args: Sequence[str]) -> GitError:
+    return GitError("GIT_TIMEOUT", f"git {args[0]} took longer than {GIT_TIMEOUT_SECONDS:g} s.")
 
 
 async def _repositories(roots: Sequence[Path]) -> set[Path]:
