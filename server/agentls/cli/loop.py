@@ -14,14 +14,13 @@ Guardrails: ``--max-iterations`` (loop iterations; each run keeps the configured
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentls.cli.early_start import start_early
 from agentls.cli.run_options import add_common_options, positive_int
 from agentls.import_gc import imports_without_gc
-from agentls.tools import git_prefetch
 
 if TYPE_CHECKING:
     from agentls.cli.headless import Headless
@@ -67,9 +66,8 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
         flags["completion_mode"] = args.completion
     if args.no_progress_limit is not None:
         flags["no_progress_limit"] = args.no_progress_limit
-    # git reads the work tree for the project facts while Python imports the engine.
-    git_prefetch.start(Path(os.path.realpath(workspace)))
     with imports_without_gc():  # the engine, openai, the settings' models
+        start_early(workspace)
         from agentls.cli.headless import Headless
 
     headless = Headless(args, workspace, command="loop", source=args.task,

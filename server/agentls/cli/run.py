@@ -9,14 +9,13 @@ changes are written atomically at the end (all files or none), or only shown wit
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentls.cli.early_start import start_early
 from agentls.cli.run_options import add_common_options, positive_int
 from agentls.import_gc import imports_without_gc
-from agentls.tools import git_prefetch
 
 if TYPE_CHECKING:
     from agentls.cli.headless import Headless
@@ -95,9 +94,8 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
         source = prompt_source(args.words, args.prompt_text, workspace)
     except PromptUsageError as exc:
         source, problem = PromptSource(), str(exc)
-    # git reads the work tree for the project facts while Python imports the engine.
-    git_prefetch.start(Path(os.path.realpath(workspace)))
     with imports_without_gc():  # the engine, openai, the settings' models
+        start_early(workspace)
         from agentls.cli.headless import Headless
 
     headless = Headless(args, workspace, command="run",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 
 from agentls.config import BackendConfig
+from agentls.llm import tls
 from agentls.llm.backend import (
     BackendError,
     RetryCallback,
@@ -143,6 +144,8 @@ class OpenAICompatBackend:
             api_key=api_key or NO_KEY,
             max_retries=0,
             timeout=config.timeout,
+            # The client's own default, with the TLS context built once (llm/tls.py).
+            http_client=openai.DefaultAsyncHttpxClient(verify=tls.context()),
         )
 
     # --- requests -----------------------------------------------------------------------------

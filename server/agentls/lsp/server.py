@@ -35,6 +35,7 @@ from pygls.protocol import (
 from pygls.uris import to_fs_path
 
 from agentls import __version__, import_gc
+from agentls.llm import tls
 from agentls.lsp import settings as lsp_settings
 from agentls.lsp.context import ServerContext
 from agentls.lsp.handlers import logged as logged  # re-exported for older imports
@@ -250,7 +251,9 @@ class AgentLanguageServer(ServerContext):
         started = time.perf_counter()
         contexts = await self._project_contexts()
         # Imported now, in a thread, while nobody waits: the engine's heaviest imports
-        # (openai), so the first chat does not pay for them.
+        # (openai), so the first chat does not pay for them; the model client's TLS context
+        # is built meanwhile (OpenSSL reads the CA store without the GIL).
+        await asyncio.to_thread(tls.start)
         await asyncio.to_thread(import_gc.import_module, "agentls.lsp.engine_host")
         gathering = time.perf_counter()
         await contexts.refresh(self.new_workspace())
