@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentls.tools.git import GitError, _run_git, parse_name_status
+from agentls.tools.git import GitError, parse_name_status
+from agentls.tools.git_run import run_git as _run_git
 
 BASE_CANDIDATES = ("origin/HEAD", "origin/main", "origin/master", "main", "master")
 MAX_COMMITS = 100
