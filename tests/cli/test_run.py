@@ -81,6 +81,26 @@ def test_quiet_keeps_stderr_empty_on_success(
     assert done.stdout == "Looking.\n\nFixed add.\n" and done.stderr == ""
 
 
+@pytest.mark.parametrize("flags", [["--quiet"], ["--json", "--quiet"]])
+def test_a_quiet_run_that_ends_well_never_imports_rich(
+        server: ReplayServer, env: dict[str, str], project: Path, prompt: Path,
+        tmp_path: Path, flags: list[str]) -> None:
+    """rich costs ~15 ms to import: only a run that draws on stderr pays for it."""
+    server.load({"steps": fix_add_steps()})
+    seen = tmp_path / "rich-imported.txt"
+    code = ("import atexit, sys\n"
+            f"atexit.register(lambda: open({str(seen)!r}, 'w').write(str('rich' in sys.modules)))\n"
+            "from agentls.cli.main import main\n"
+            f"sys.argv = {['agentls', 'run', str(prompt), '--cwd', str(project), *flags]!r}\n"
+            "sys.exit(main())\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          check=False, timeout=60, start_new_session=True,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert seen.read_text() == "False"
+    assert (project / "src" / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+
+
 # --- --json --------------------------------------------------------------------------------------
 
 

@@ -15,15 +15,14 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable
-from typing import TextIO
-
-from rich.console import Console
-from rich.prompt import Prompt
-from rich.text import Text
+from typing import TYPE_CHECKING, TextIO
 
 from agentls.cli.render import Renderer
 from agentls.engine.events import Event
 from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
+
+if TYPE_CHECKING:  # rich is imported where a terminal is there to draw on
+    from rich.console import Console
 
 _ANSWERS: dict[str, ApprovalAnswer] = {"y": "allow_once", "s": "allow_session", "n": "deny"}
 
@@ -41,6 +40,8 @@ class TtyPrompt:
         """A prompt on the controlling terminal, or None when there is no one to ask."""
         if not sys.stderr.isatty():
             return None
+        from rich.console import Console
+
         if not stdin_used and sys.stdin.isatty():
             return cls(sys.stdin, Console(file=sys.stderr, highlight=False), owned=False)
         device = "CON" if os.name == "nt" else "/dev/tty"
@@ -51,6 +52,9 @@ class TtyPrompt:
         return cls(stream, Console(file=sys.stderr, highlight=False), owned=True)
 
     def confirm(self, request: ApprovalRequest) -> ApprovalAnswer:
+        from rich.prompt import Prompt
+        from rich.text import Text
+
         self.console.print(Text(request.title, style="bold"))
         self.console.print(Text(f"  why: {request.reason}"))
         self.console.print(Text(f"  [s] allows {request.session_scope}"))
@@ -60,6 +64,9 @@ class TtyPrompt:
         return _ANSWERS[answer]
 
     def choose(self, question: str, options: list[str]) -> str | None:
+        from rich.prompt import Prompt
+        from rich.text import Text
+
         self.console.print(Text(question, style="bold"))
         for number, option in enumerate(options, 1):
             self.console.print(Text(f"  {number}. {option}"))

@@ -15,12 +15,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import TextIO, cast
-
-from rich.console import Console
-from rich.markup import escape
-from rich.status import Status
-from rich.text import Text
+from typing import TYPE_CHECKING, TextIO, cast
 
 from agentls.cli.report import Report
 from agentls.engine.events import (
@@ -34,6 +29,12 @@ from agentls.engine.events import (
 from agentls.redaction import RedactingWriter, redact
 from agentls.tools.changeset import FileDiff
 
+if TYPE_CHECKING:  # rich (~15 ms to import) loads on the first line drawn on stderr: a
+    # --quiet or --json run that ends well never draws one
+    from rich.console import Console
+    from rich.status import Status
+    from rich.text import Text
+
 ARGUMENT_PREVIEW = 80
 _STATUS_LETTER = {"added": "A", "modified": "M", "deleted": "D", "renamed": "R"}
 
@@ -46,12 +47,25 @@ class Renderer:
         self.verbose = verbose  # also the details (which instruction files were loaded)
         self.json_mode = json_mode
         self.out = stdout or sys.stdout
-        err = cast(TextIO, RedactingWriter(stderr or sys.stderr))
-        self.err = Console(file=err, highlight=False, soft_wrap=True)
-        self.tty = self.err.is_terminal
+        self._err_stream = cast(TextIO, RedactingWriter(stderr or sys.stderr))
+        self._err: Console | None = None
         self._spinner: Status | None = None
         self._text_pending_newline = False  # stdout's last character is not a newline
         self._out_gone = False  # the reader of stdout went away (`agentls run … | head`)
+
+    @property
+    def err(self) -> Console:
+        """stderr as a rich console, made on first use."""
+        if self._err is None:
+            from rich.console import Console
+
+            self._err = Console(file=self._err_stream, highlight=False, soft_wrap=True)
+        return self._err
+
+    @property
+    def tty(self) -> bool:
+        """Whether stderr is a terminal (as rich decides it): a spinner, else plain lines."""
+        return self.err.is_terminal
 
     # --- events -------------------------------------------------------------------------
 
@@ -121,6 +135,8 @@ class Renderer:
         if not self.tty:
             self.line(f"· {message}")
             return
+        from rich.markup import escape
+
         if self._spinner is None:
             self._spinner = self.err.status(escape(message), spinner="dots")
             self._spinner.start()
@@ -130,11 +146,15 @@ class Renderer:
     def line(self, message: str, *, style: str | None = None) -> None:
         if self.quiet:
             return
+        from rich.text import Text
+
         self._stop_spinner()
         self.err.print(Text(message, style=style or ""))
 
     def error(self, message: str, hint: str = "") -> None:
         """Shown even with --quiet."""
+        from rich.text import Text
+
         self._stop_spinner()
         self._end_text_line()
         self.err.print(Text(f"error: {message}", style="bold red"))
@@ -164,6 +184,8 @@ class Renderer:
                 self.err.print(row)
             return
         # Rendered aside, then written by _write_out, which survives `| head`.
+        from rich.console import Console
+
         rendered = io.StringIO()
         console = Console(file=rendered, highlight=False, soft_wrap=True,
                           force_terminal=self.out.isatty())
@@ -180,6 +202,8 @@ class Renderer:
             self.error(report.error.message, report.error.hint)
         if self.quiet:
             return
+        from rich.text import Text
+
         usage = report.usage
         parts = [f"{report.stop_reason}", f"{report.duration_ms / 1000:.1f} s"]
         if report.backend:
@@ -233,6 +257,8 @@ class Renderer:
 
 
 def _diff_rows(diffs: list[FileDiff]) -> Iterator[Text]:
+    from rich.text import Text
+
     for file in diffs:
         for row in file.diff.splitlines():
             style = ("green" if row.startswith("+") and not row.startswith("+++") else
