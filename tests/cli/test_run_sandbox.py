@@ -43,7 +43,9 @@ def test_dry_run_diff_shows_shell_writes_not_caches(
     assert not (project / "notes.txt").exists()
 
 
-def _processes_with(marker: str) -> list[int]:
+def _processes_with(marker: str, *, program: str | None = None) -> list[int]:
+    """Live processes whose command line holds ``marker`` (and whose argv[0] is
+    ``program``, when given: bwrap's own command line holds the command too)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -55,7 +57,8 @@ def _processes_with(marker: str) -> list[int]:
                 state = handle.read().rsplit(b")", 1)[1].split()[0]
         except OSError:
             continue
-        if marker.encode() in cmdline and state != b"Z":
+        if marker.encode() in cmdline and state != b"Z" and (
+                program is None or cmdline.split(b"\0", 1)[0] == program.encode()):
             found.append(int(entry))
     return found
 
@@ -72,7 +75,10 @@ def test_kill_9_of_the_agent_kills_the_command(
         stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
-        while len(_processes_with(f"sleep {marker}")) < 2:
+        # Both sleeps running, so the sandbox is set up: bwrap's --die-with-parent has a
+        # window of a few ms while it starts in which a killed parent is missed (see the
+        # issue 17 note); what is checked here is the guarantee once the command runs.
+        while len(_processes_with(marker, program="sleep")) < 2:
             assert time.monotonic() < deadline, "the command never started"
             assert agent.poll() is None, "agentls ended before running the command"
             time.sleep(0.1)
