@@ -159,11 +159,12 @@ export class Chat {
       this.refresh(true);
       return;
     }
+    // The person may start a turn (or a new session) while a request is out: leave it be.
+    const movedOn = () => this.model.sessionId !== sessionId || this.model.turns.length > 0;
     for (let attempt = 1; ; attempt++) {
       try {
         const messages = await this.history(sessionId);
-        // The person may have started a turn (or a new session) while the request was out.
-        if (this.model.sessionId !== sessionId || this.model.turns.length > 0) return;
+        if (movedOn()) return;
         this.model = fromHistory(sessionId, messages);
         this.refresh(true, true);
         return;
@@ -173,7 +174,7 @@ export class Chat {
             `${messageOf(error)}` + (what === "forget" ? "; the panel starts a new session"
               : what === "retry" ? "; trying again" : "; the session id is kept"));
         if (what === "forget") {
-          if (this.model.sessionId === sessionId && this.model.turns.length === 0) {
+          if (!movedOn()) {
             this.model = emptyModel();
             void this.state.update(SESSION_KEY, undefined);
             this.refresh(true, true);
@@ -188,7 +189,7 @@ export class Chat {
           return;
         }
         await new Promise((resolve) => setTimeout(resolve, 1000));
-        if (this.model.sessionId !== sessionId || this.model.turns.length > 0) return;
+        if (movedOn()) return;
       }
     }
   }

@@ -4,15 +4,15 @@ passes on the other core meanwhile. Each piece is taken where it is used, or dis
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 
 def start_early(workspace: Path) -> None:
     """The project facts' git commands (tools/git_prefetch.py) and the model client's TLS
-    context (llm/tls.py)."""
+    context (llm/tls.py). ``workspace`` is resolved (cli/main.py), as Workspace.roots are:
+    the git commands are keyed by it."""
     from agentls.llm import tls
     from agentls.tools import git_prefetch
 
-    git_prefetch.start(Path(os.path.realpath(workspace)))
+    git_prefetch.start(workspace)
     tls.start()
