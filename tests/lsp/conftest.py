@@ -45,6 +45,7 @@ class AgentClient(LanguageClient):
         self.before_answer: Callable[[], None] | None = None  # runs before a prompt's answer
         self.open_texts: dict[str, tuple[int, str]] = {}  # uri -> (version, text)
         self.apply_to_documents = True  # an applied edit changes the open documents
+        self.apply_gate: asyncio.Event | None = None  # set: applyEdit is answered once it is
         self._waiters: list[tuple[Callable[[Event], bool], asyncio.Future[Event]]] = []
 
     def record_event(self, params: Any) -> None:
@@ -88,9 +89,11 @@ def make_client() -> AgentClient:
     register_lsp_features(client)
 
     @client.feature(lsp.WORKSPACE_APPLY_EDIT)
-    def apply_edit(ls: AgentClient,
-                   params: lsp.ApplyWorkspaceEditParams) -> lsp.ApplyWorkspaceEditResult:
+    async def apply_edit(ls: AgentClient,
+                         params: lsp.ApplyWorkspaceEditParams) -> lsp.ApplyWorkspaceEditResult:
         ls.edits.append(params)
+        if ls.apply_gate is not None:  # a person still looking at the refactor preview
+            await ls.apply_gate.wait()
         if ls.apply_result.applied and ls.apply_to_documents:
             apply_to_open_documents(ls, params.edit)
         return ls.apply_result

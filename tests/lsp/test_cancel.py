@@ -4,6 +4,7 @@ has finished streaming, sends no edit, and leaves the session usable."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +97,32 @@ async def test_progress_cancel_stops_the_run(client: AgentClient, model: ReplayS
     reports = client.progress_reports[token]
     assert isinstance(reports[0], lsp.WorkDoneProgressBegin) and reports[0].cancellable
     assert isinstance(reports[-1], lsp.WorkDoneProgressEnd)
+
+
+async def test_an_edit_answered_after_its_chat_was_cancelled_is_dropped(
+        client: AgentClient, model: ReplayServer, project: Path) -> None:
+    """The chat request is cancelled while its edit waits in the refactor preview; the
+    editor's answer to workspace/applyEdit comes after. Nobody waits for it any more: the
+    server drops it and goes on answering (it used to end the process)."""
+    model.load({"steps": [
+        {"match": {"user": "write", "tool_results": False}, "reply": {"tool_calls": [
+            call("write_file", "w1", path="src/new.py", content="x = 1\n")]}},
+        {"match": {"tool": "write_file"}, "reply": {"text": "Written."}},
+        {"match": {"user": "after"}, "reply": {"text": "Still here."}},
+    ]})
+    client.apply_gate = asyncio.Event()
+    pending = client.send("agentls/chat", {"prompt": "write new.py"}, msg_id="chat-2")
+    for _ in range(600):  # the edit is in the preview
+        if client.edits:
+            break
+        await asyncio.sleep(0.05)
+    assert client.edits
+
+    client.protocol.notify(lsp.CANCEL_REQUEST, lsp.CancelParams(id="chat-2"))
+    with pytest.raises(JsonRpcRequestCancelled):
+        await pending
+    client.apply_gate.set()  # the late answer
+    await asyncio.sleep(0.3)
+
+    after = await client.chat("after that")
+    assert after["text"] == "Still here."

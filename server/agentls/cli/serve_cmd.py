@@ -108,7 +108,7 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
         host, port = args.tcp
         server.start_tcp(host, port)
     else:
-        from agentls.lsp.wire import serve_stdio
+        from agentls.lsp.stdio_loop import serve_stdio
 
         protocol_in, protocol_out = protocol_streams()
         return serve_stdio(server, protocol_in, protocol_out)

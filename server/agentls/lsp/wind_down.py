@@ -1,6 +1,6 @@
 """After ``exit`` (or the client closing the stream): what still runs is cancelled and given
 ``WIND_DOWN_S`` to stop. A task that does not is named in the log with where it waits, and
-the server exits anyway (lsp/wire.py): ``asyncio.run`` would otherwise wait for it forever,
+the server exits anyway (lsp/stdio_loop.py): ``asyncio.run`` would otherwise wait for it forever,
 holding a process whose editor is gone (a CI run once hung so, in asyncio's own clean-up)."""
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ import logging
 import os
 import re
 import select
-import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, BinaryIO
+from concurrent.futures import InvalidStateError as FutureInvalidState
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 from pygls.exceptions import (
@@ -35,9 +35,6 @@ from pygls.exceptions import (
     JsonRpcInvalidRequest,
     JsonRpcParseError,
 )
-from pygls.io_ import StdoutWriter
-
-from agentls.lsp.wind_down import WIND_DOWN_S, wind_down
 
 if TYPE_CHECKING:
     from pygls.protocol import JsonRPCProtocol
@@ -194,7 +191,7 @@ def _valid_id(value: Any) -> bool:
         isinstance(value, int) and not isinstance(value, bool))
 
 
-def _clip(text: str) -> str:
+def clip(text: str) -> str:
     return text if len(text) <= _DESCRIBE_LIMIT else text[:_DESCRIBE_LIMIT] + " …"
 
 
@@ -204,8 +201,8 @@ def describe_structure_error(exc: BaseException | None) -> str:
     from cattrs.errors import ClassValidationError
 
     if isinstance(exc, ClassValidationError):
-        return _clip("; ".join(transform_error(exc, path="$")))
-    return _clip(f"{type(exc).__name__}: {exc}" if exc is not None else "invalid params")
+        return clip("; ".join(transform_error(exc, path="$")))
+    return clip(f"{type(exc).__name__}: {exc}" if exc is not None else "invalid params")
 
 
 class Dispatcher:
@@ -227,7 +224,7 @@ class Dispatcher:
         except ValueError as exc:  # UnicodeDecodeError is a ValueError
             log.warning("a message body is not JSON: %s", exc)
             self.reply_error(None, JsonRpcParseError(
-                f"Parse error: the message body is not JSON ({_clip(str(exc))})"))
+                f"Parse error: the message body is not JSON ({clip(str(exc))})"))
             return
         except RecursionError:
             log.warning("a message is nested too deeply to decode")
@@ -330,71 +327,8 @@ class Dispatcher:
         except JsonRpcException as exc:
             log.warning("ignored a response from the client: %s",
                         describe_structure_error(exc.__cause__))
-
-
-class _DiscardingWriter:
-    """After ``exit`` closed stdout: what pygls still sends while tasks wind down is
-    dropped (writing to the closed stream would report an error that it writes again)."""
-
-    def close(self) -> None:
-        return None
-
-    def write(self, data: bytes) -> None:
-        return None
-
-
-async def _serve(server: AgentLanguageServer, reader: FrameReader,
-                 stop_event: threading.Event) -> int:
-    loop = asyncio.get_running_loop()
-    bodies: asyncio.Queue[bytes | None] = asyncio.Queue()
-
-    def read_all() -> None:  # a daemon thread: a blocked read never holds up the exit
-        body: bytes | None = b""
-        while body is not None:
-            try:
-                body = reader.next_body()
-            except OSError as exc:
-                log.error("reading from the client failed: %s", exc)
-                body = None
-            loop.call_soon_threadsafe(bodies.put_nowait, body)
-
-    threading.Thread(target=read_all, name="agentls-reader", daemon=True).start()
-    dispatcher = Dispatcher(server)
-    code = 0
-    while not stop_event.is_set():
-        body = await bodies.get()
-        if body is None:
-            # Nobody reads any more: nothing (this log line included) goes to the client.
-            server.protocol.writer = _DiscardingWriter()
-            log.info("the client closed the connection")
-            break
-        try:
-            dispatcher.dispatch(body)
-        except SystemExit as exc:  # pygls's exit handler: 0 after shutdown, 1 without
-            server.protocol.writer = _DiscardingWriter()
-            code = exc.code if isinstance(exc.code, int) else 1
-            break
-        except (JsonRpcException, ValueError, TypeError, AttributeError, KeyError):
-            log.exception("a message could not be handled")
-    if not await wind_down(WIND_DOWN_S):  # a task would hold asyncio.run forever: exit now
-        server.shutdown()
-        logging.shutdown()
-        os._exit(code)
-    return code
-
-
-def serve_stdio(server: AgentLanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
-    """Run the server over these streams with AgentLS's reader (see the module notes).
-
-    A client's ``exit`` ends the process with pygls's exit code (0 after ``shutdown``,
-    1 without); the end of the input stream ends it with 0. Returns the exit code."""
-    stop_event = threading.Event()
-    server._stop_event = stop_event
-    server.protocol.set_writer(StdoutWriter(stdout))
-    try:
-        return asyncio.run(_serve(server, FrameReader(stdin.fileno()), stop_event))
-    except BrokenPipeError:
-        log.error("the connection to the client is lost: shutting down")
-        return 1
-    finally:
-        server.shutdown()
+        except (FutureInvalidState, asyncio.InvalidStateError):
+            # pygls sets the answer on the request's future, which a cancelled waiter
+            # cancelled: an answer that comes after nobody waits any more.
+            log.info("ignored the client's answer to request %r: the server no longer "
+                     "waits for it", data.get("id"))
