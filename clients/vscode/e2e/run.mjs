@@ -321,6 +321,7 @@ async function main() {
     await shot("cancelled");
 
     step = "history restored after a reload";
+    log(`reload at ${new Date().toISOString()}`);
     await page.reload();
     await page.locator(".monaco-workbench").waitFor({ timeout: T.long });
     let shown = "(the panel was not found)";
@@ -396,13 +397,25 @@ function copyOutputLog(userData) {
   }
 }
 
-/** The last lines of each AgentLS output log copied to the artifacts, on stderr. */
-function printLogTails(lines = 12) {
+/**
+ * What the AgentLS output logs say, on stderr, where CI's shortened output shows it: the
+ * last lines of each, then every line that is not an [Info] line (the server's stderr, its
+ * tracebacks, the client's errors), the newest last.
+ */
+function printLogTails(lines = 6, problems = 30) {
   if (!fs.existsSync(ARTIFACTS)) return;
-  for (const name of fs.readdirSync(ARTIFACTS).filter((f) => f.startsWith("agentls-output")).sort()) {
-    const tail = fs.readFileSync(path.join(ARTIFACTS, name), "utf8").trimEnd().split("\n").slice(-lines);
+  const logs = fs.readdirSync(ARTIFACTS).filter((f) => f.startsWith("agentls-output")).sort()
+    .map((name) => [name, fs.readFileSync(path.join(ARTIFACTS, name), "utf8").trimEnd().split("\n")]);
+  for (const [name, text] of logs) {
     console.error(`[e2e] last lines of ${name}:`);
-    for (const line of tail) console.error(`  ${line}`);
+    for (const line of text.slice(-lines)) console.error(`  ${line}`);
+  }
+  for (const [name, text] of logs) {
+    const bad = text.filter((line) => line.trim() && !line.startsWith("[Info") &&
+                                      !line.startsWith("Starting "));
+    if (!bad.length) continue;
+    console.error(`[e2e] what is not [Info] in ${name} (${bad.length} lines, the last ${problems}):`);
+    for (const line of bad.slice(-problems)) console.error(`  ${line}`);
   }
 }
 
@@ -447,9 +460,11 @@ try {
   await main();
   log("PASS");
 } catch (error) {
-  console.error(`[e2e] FAIL ${error instanceof Error ? error.message : error}`);
+  const why = error instanceof Error ? error.message : String(error);
+  console.error(`[e2e] FAIL ${why}`);
   console.error(`[e2e] logs and screenshots: ${path.relative(process.cwd(), ARTIFACTS)}/`);
   printLogTails(); // CI shows only the end of the output: say there what the server logged
+  console.error(`[e2e] FAIL at ${new Date().toISOString()}: ${why.slice(0, 300)}`);
   process.exitCode = 1;
 } finally {
   await Promise.all(children.map((child) => new Promise((resolve) => {
