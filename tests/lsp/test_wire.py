@@ -162,3 +162,20 @@ def test_notification_sent_as_a_request_is_answered(client: RawClient) -> None:
                               "params": {"textDocument": {"uri": uri, "version": 2},
                                          "contentChanges": [{"text": ""}]}})
     assert error["code"] == -32600 and "notification" in error["message"]
+
+
+def test_an_answer_that_does_not_fit_its_request_fails_the_request_not_the_server(
+        tmp_path: Path) -> None:
+    """This client answers workspace/configuration with null (an array is due): the settings
+    fall back to initializationOptions with a log line, and the requests that wait for
+    them are answered (they used to wait forever)."""
+    raw = RawClient(tmp_path)  # answers every server request with null
+    raw.request("initialize", {"processId": None, "rootUri": tmp_path.as_uri(),
+                               "capabilities": {"workspace": {"configuration": True}}})
+    raw.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    answer = raw.request("agentls/sessions", {"limit": 5})
+    assert answer["result"]["sessions"] == []
+    assert raw.close() == 0
+    log = raw.stderr.decode()
+    assert "a response from the client does not fit its request" in log
+    assert "workspace/configuration failed" in log and "using initializationOptions" in log

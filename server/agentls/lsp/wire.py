@@ -321,12 +321,18 @@ class Dispatcher:
         return False
 
     def _response(self, data: Mapping[str, Any]) -> None:
+        ours = data.get("id") in self.protocol._result_types  # a request the server sent
         try:
             message = self.protocol.structure_message(dict(data))
             self.protocol.handle_message(message)
         except JsonRpcException as exc:
-            log.warning("ignored a response from the client: %s",
-                        describe_structure_error(exc.__cause__))
+            # The request that waits for it fails with the reason (it would wait forever).
+            problem = describe_structure_error(exc.__cause__)
+            log.warning("a response from the client does not fit its request: %s", problem)
+            waiting = self.protocol._request_futures.pop(data.get("id"), None) if ours else None
+            if waiting is not None and not waiting.done():
+                waiting.set_exception(JsonRpcInvalidParams(
+                    f"the client's answer does not fit the request: {problem}"))
         except (FutureInvalidState, asyncio.InvalidStateError):
             # pygls sets the answer on the request's future, which a cancelled waiter
             # cancelled: an answer that comes after nobody waits any more.
