@@ -321,7 +321,8 @@ class Dispatcher:
         return False
 
     def _response(self, data: Mapping[str, Any]) -> None:
-        ours = data.get("id") in self.protocol._result_types  # a request the server sent
+        msg_id = data["id"]  # checked by dispatch(): an int or a string
+        ours = msg_id in self.protocol._result_types  # a request the server sent
         try:
             message = self.protocol.structure_message(dict(data))
             self.protocol.handle_message(message)
@@ -329,7 +330,7 @@ class Dispatcher:
             # The request that waits for it fails with the reason (it would wait forever).
             problem = describe_structure_error(exc.__cause__)
             log.warning("a response from the client does not fit its request: %s", problem)
-            waiting = self.protocol._request_futures.pop(data.get("id"), None) if ours else None
+            waiting = self.protocol._request_futures.pop(msg_id, None) if ours else None
             if waiting is not None and not waiting.done():
                 waiting.set_exception(JsonRpcInvalidParams(
                     f"the client's answer does not fit the request: {problem}"))
@@ -337,4 +338,4 @@ class Dispatcher:
             # pygls sets the answer on the request's future, which a cancelled waiter
             # cancelled: an answer that comes after nobody waits any more.
             log.info("ignored the client's answer to request %r: the server no longer "
-                     "waits for it", data.get("id"))
+                     "waits for it", msg_id)
