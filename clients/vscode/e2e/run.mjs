@@ -390,7 +390,8 @@ async function dumpPreview() {
 /** The extension's "AgentLS" output channel (the server's log) next to the screenshots. */
 function copyOutputLog(userData) {
   const found = fs.readdirSync(path.join(userData, "logs"), { recursive: true })
-    .filter((f) => String(f).endsWith("AgentLS.log"));
+    .filter((f) => String(f).endsWith("AgentLS.log"))
+    .sort(); // their folders are named by the time the window started: the first window first
   for (const [i, file] of found.entries()) {
     fs.copyFileSync(path.join(userData, "logs", String(file)),
                     path.join(ARTIFACTS, `agentls-output${i ? `-${i}` : ""}.log`));
@@ -402,9 +403,11 @@ function copyOutputLog(userData) {
  * last lines of each, then every line that is not an [Info] line (the server's stderr, its
  * tracebacks, the client's errors), the newest last.
  */
-function printLogTails(lines = 6, problems = 30) {
+function printLogTails(lines = 4, problems = 40) {
   if (!fs.existsSync(ARTIFACTS)) return;
-  const logs = fs.readdirSync(ARTIFACTS).filter((f) => f.startsWith("agentls-output")).sort()
+  const order = (name) => Number(/-(\d+)\.log$/.exec(name)?.[1] ?? 0); // the window's order
+  const logs = fs.readdirSync(ARTIFACTS).filter((f) => f.startsWith("agentls-output"))
+    .sort((a, b) => order(a) - order(b))
     .map((name) => [name, fs.readFileSync(path.join(ARTIFACTS, name), "utf8").trimEnd().split("\n")]);
   for (const [name, text] of logs) {
     console.error(`[e2e] last lines of ${name}:`);
