@@ -9,6 +9,7 @@ import {
 import { Chat, messageOf, recordTiming } from "./chat";
 import { ChatPanel } from "./panel";
 import { RESTART_KEYS } from "./pure/config";
+import { MAX_RESTARTS, onServerStop, startMayBeRetried } from "./pure/restarts";
 import { createClient, serverCommand, serverConfig } from "./server";
 import { StatusItem } from "./status";
 
@@ -40,16 +41,34 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const command = serverCommand(vscode.workspace.getConfiguration("agentls"));
     output.appendLine(`Starting ${command.command} ${command.args.join(" ")} (from ${command.how})` +
                       (apiKey ? "; API key from SecretStorage in $AGENTLS_API_KEY" : ""));
-    const next = createClient(command, apiKey, output);
-    next.onNotification("agentls/chatEvent", (event) => chat.onEvent(event));
     const began = performance.now();
-    try {
-      await next.start();
-    } catch (error) {
-      status.set("error", "the server did not start");
+    const stops: number[] = [];
+    let next: LanguageClient;
+    for (;;) {
+      next = createClient(command, apiKey, output,
+                          () => status.set("error", "the server stopped; see AgentLS: Show Log"));
+      next.onNotification("agentls/chatEvent", (event) => chat.onEvent(event));
+      // A server that ends during start-up can leave start() resolved with the client not
+      // running (vscode-languageclient), or rejected with -32097: both may be tried again.
+      let failure: unknown;
+      try {
+        await next.start();
+      } catch (error) {
+        failure = error;
+      }
+      if (failure === undefined && next.isRunning()) break;
       void next.dispose().catch(() => undefined);
-      void notStarted(command.command, messageOf(error), output);
-      return;
+      const decision = failure === undefined || startMayBeRetried(failure)
+        ? onServerStop(stops, Date.now()) : undefined;
+      if (!decision?.restart) {
+        const reason = failure === undefined ? "it ended while starting" : messageOf(failure);
+        status.set("error", "the server did not start");
+        void notStarted(command.command, reason, output);
+        return;
+      }
+      output.appendLine(`The AgentLS server ended while starting; trying again in ` +
+                        `${decision.delayMs / 1000} s (attempt ${decision.attempt} of ${MAX_RESTARTS}).`);
+      await new Promise((resolve) => setTimeout(resolve, decision.delayMs));
     }
     client = next;
     installHandlers(next);

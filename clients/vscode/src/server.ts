@@ -4,9 +4,11 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import {
-  LanguageClient, type LanguageClientOptions, type ServerOptions,
+  CloseAction, ErrorAction, type ErrorHandler, LanguageClient, type LanguageClientOptions,
+  type ServerOptions, State,
 } from "vscode-languageclient/node";
 import { readSettings, serverEnv, toServerConfig } from "./pure/config";
+import { MAX_RESTARTS, onServerStop } from "./pure/restarts";
 
 export interface ServerCommand {
   command: string;
@@ -47,9 +49,47 @@ export function serverConfig(hasKey: boolean): Record<string, unknown> {
   return toServerConfig(readSettings((key, fallback) => config.get(key, fallback)), hasKey);
 }
 
+/** Restarts a running server that stopped unasked, later each time (pure/restarts.ts); after
+ * too many stops close together it stays stopped, the person is told, and `gaveUp` runs. A
+ * server that stops before it ever ran is left to the caller of `start()`, which tries again
+ * itself (extension.ts). */
+function restartPolicy(output: vscode.OutputChannel, ran: () => boolean,
+                       gaveUp: () => void): ErrorHandler {
+  const stops: number[] = [];
+  return {
+    // vscode-languageclient's own rule: a few unreadable messages are let go, then it stops.
+    error: (_error, _message, count) =>
+      ({ action: count !== undefined && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown }),
+    closed: async () => {
+      if (!ran()) return { action: CloseAction.DoNotRestart, handled: true };
+      const decision = onServerStop(stops, Date.now());
+      if (!decision.restart) {
+        gaveUp();
+        return { action: CloseAction.DoNotRestart, message:
+          `The AgentLS server stopped ${decision.stops} times within 3 minutes and is not ` +
+          "restarted again. “AgentLS: Show Log” says why; “AgentLS: Restart Server” starts it." };
+      }
+      output.appendLine(`The AgentLS server stopped; restarting it in ${decision.delayMs / 1000} s ` +
+                        `(attempt ${decision.attempt} of ${MAX_RESTARTS}).`);
+      await new Promise((resolve) => setTimeout(resolve, decision.delayMs));
+      return { action: CloseAction.Restart, handled: true };
+    },
+  };
+}
+
+/** A failed start is told once, by the extension: its retry line in the log, or its "could
+ * not start" message with what to do. The client's own notification would come on top. */
+class AgentLanguageClient extends LanguageClient {
+  override error(message: string, data?: unknown, showNotification: boolean | "force" = true): void {
+    const quiet = message.endsWith("couldn't create connection to server.");
+    super.error(message, data, quiet ? false : showNotification);
+  }
+}
+
 export function createClient(command: ServerCommand, apiKey: string | undefined,
-                             output: vscode.OutputChannel): LanguageClient {
+                             output: vscode.OutputChannel, gaveUp: () => void): LanguageClient {
   const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  let ran = false; // the server answered initialize at least once
   // No `transport`: the languageclient would add --stdio, and `agentls serve` speaks stdio
   // by default.
   const serverOptions: ServerOptions = {
@@ -66,7 +106,7 @@ export function createClient(command: ServerCommand, apiKey: string | undefined,
     initializationOptions: { ...serverConfig(hasKey), workspaceTrusted: vscode.workspace.isTrusted },
     // The server reports its own start-up problems; one notification from us is enough.
     initializationFailedHandler: () => false,
-    connectionOptions: { maxRestartCount: 2 },
+    errorHandler: restartPolicy(output, () => ran, gaveUp),
     middleware: {
       workspace: {
         configuration: async (params, token, next) => {
@@ -78,5 +118,7 @@ export function createClient(command: ServerCommand, apiKey: string | undefined,
       },
     },
   };
-  return new LanguageClient("agentls", "AgentLS", serverOptions, clientOptions);
+  const client = new AgentLanguageClient("agentls", "AgentLS", serverOptions, clientOptions);
+  client.onDidChangeState((change) => { if (change.newState === State.Running) ran = true; });
+  return client;
 }
