@@ -2,7 +2,7 @@
 (``wire.FrameReader``) to the event loop, which dispatches it (``wire.Dispatcher``) until
 ``exit`` or the end of the input stream.
 
-Whatever one message raises is logged with the message and the loop goes on: an editor's
+Whatever one message raises is logged (its method and id) and the loop goes on: an editor's
 server must not end because one message could not be handled (the editor would restart it
 and lose every run in progress). Only ``exit`` ends it, with pygls's code (0 after
 ``shutdown``, 1 without); the end of the input stream ends it with 0.

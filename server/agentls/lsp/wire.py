@@ -14,6 +14,11 @@ replaces that loop, one level above the handlers:
   response, ``-32602`` naming the field when params do not fit the method, and pygls
   answers ``-32601`` for unknown methods. Notifications are never answered: bad ones are
   logged. A ``didChange`` older than the document held is dropped with a log line.
+- A client's answer that does not fit the server's request fails that request with the
+  reason (it would wait forever); one that comes after the waiter was cancelled is dropped
+  with a log line (pygls would raise setting it).
+
+The main loop that reads and dispatches is ``stdio_loop.py``.
 """
 
 from __future__ import annotations
@@ -191,7 +196,7 @@ def _valid_id(value: Any) -> bool:
         isinstance(value, int) and not isinstance(value, bool))
 
 
-def clip(text: str) -> str:
+def _clip(text: str) -> str:
     return text if len(text) <= _DESCRIBE_LIMIT else text[:_DESCRIBE_LIMIT] + " …"
 
 
@@ -201,8 +206,8 @@ def describe_structure_error(exc: BaseException | None) -> str:
     from cattrs.errors import ClassValidationError
 
     if isinstance(exc, ClassValidationError):
-        return clip("; ".join(transform_error(exc, path="$")))
-    return clip(f"{type(exc).__name__}: {exc}" if exc is not None else "invalid params")
+        return _clip("; ".join(transform_error(exc, path="$")))
+    return _clip(f"{type(exc).__name__}: {exc}" if exc is not None else "invalid params")
 
 
 class Dispatcher:
@@ -224,7 +229,7 @@ class Dispatcher:
         except ValueError as exc:  # UnicodeDecodeError is a ValueError
             log.warning("a message body is not JSON: %s", exc)
             self.reply_error(None, JsonRpcParseError(
-                f"Parse error: the message body is not JSON ({clip(str(exc))})"))
+                f"Parse error: the message body is not JSON ({_clip(str(exc))})"))
             return
         except RecursionError:
             log.warning("a message is nested too deeply to decode")
