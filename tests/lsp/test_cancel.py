@@ -102,8 +102,8 @@ async def test_progress_cancel_stops_the_run(client: AgentClient, model: ReplayS
 async def test_an_edit_answered_after_its_chat_was_cancelled_is_dropped(
         client: AgentClient, model: ReplayServer, project: Path) -> None:
     """The chat request is cancelled while its edit waits in the refactor preview; the
-    editor's answer to workspace/applyEdit comes after. Nobody waits for it any more: the
-    server drops it and goes on answering (it used to end the process)."""
+    editor's answer to workspace/applyEdit comes after it. The delivery waits for that
+    answer whatever happens to the request, and the server goes on answering."""
     model.load({"steps": [
         {"match": {"user": "write", "tool_results": False}, "reply": {"tool_calls": [
             call("write_file", "w1", path="src/new.py", content="x = 1\n")]}},
