@@ -18,9 +18,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 import time
 from collections.abc import Callable, Coroutine, Generator, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from cattrs import Converter
@@ -114,6 +116,7 @@ class AgentLanguageServer(ServerContext):
         self._settings_task: asyncio.Task[lsp_settings.ResolvedSettings] | None = None
         self._engine: EngineHost | None = None
         self._engine_lock: asyncio.Lock | None = None
+        self._import_lock = asyncio.Lock()  # background imports, one at a time
         self._background: set[asyncio.Task[Any]] = set()
         self._contexts: ProjectContextCache | None = None
         self._refresh_pending = False
@@ -211,8 +214,7 @@ class AgentLanguageServer(ServerContext):
                                           "in the editor, then try again.")
                     # Importing the engine (openai, pydantic models) and opening the store
                     # take a while: not on the event loop.
-                    module = await asyncio.to_thread(import_gc.import_module,
-                                                     "agentls.lsp.engine_host")
+                    module = await self._imported("agentls.lsp.engine_host")
                     contexts = await self._project_contexts()
                     try:
                         self._engine = await asyncio.to_thread(module.EngineHost,
@@ -226,14 +228,24 @@ class AgentLanguageServer(ServerContext):
         assert self._engine is not None
         return self._engine
 
+    async def _imported(self, name: str) -> ModuleType:
+        """``name``, imported in a thread (not on the event loop). These imports run one at a
+        time: the start-up work and a first request (the history a reloaded editor asks for
+        at once) would otherwise import the engine's package tree in two threads, in
+        different orders, which can deadlock or meet a module half made."""
+        module = sys.modules.get(name)
+        if module is not None and not getattr(module.__spec__, "_initializing", False):
+            return module
+        async with self._import_lock:
+            return await asyncio.to_thread(import_gc.import_module, name)
+
     # --- project facts ahead of the first chat ---------------------------------------------------
 
     async def _project_contexts(self) -> ProjectContextCache:
         """The engine's cache of project facts, made on first use (its modules imported in a
         thread)."""
         if self._contexts is None:
-            module = await asyncio.to_thread(import_gc.import_module,
-                                             "agentls.engine.context_cache")
+            module = await self._imported("agentls.engine.context_cache")
             if self._contexts is None:
                 self._contexts = module.ProjectContextCache()
         assert self._contexts is not None
@@ -253,8 +265,9 @@ class AgentLanguageServer(ServerContext):
         # Imported now, in a thread, while nobody waits: the engine's heaviest imports
         # (openai), so the first chat does not pay for them; the model client's TLS context
         # is built meanwhile (OpenSSL reads the CA store without the GIL).
-        await asyncio.to_thread(tls.start)
-        await asyncio.to_thread(import_gc.import_module, "agentls.lsp.engine_host")
+        async with self._import_lock:
+            await asyncio.to_thread(tls.start)
+        await self._imported("agentls.lsp.engine_host")
         gathering = time.perf_counter()
         await contexts.refresh(self.new_workspace())
         log.info("project facts gathered in the background (%.0f ms)",
