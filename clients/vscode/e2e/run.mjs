@@ -167,9 +167,16 @@ async function main() {
 
   const userData = path.join(tmp, "user-data");
   const extensions = path.join(tmp, "extensions");
+  // agentls.server.* are machine settings ("machine-overridable"): in a remote window, and
+  // code-server's is one, VS Code reads them from the Remote settings (Machine/), not from
+  // the user's. From User/ they were applied in the first window and, now and then, not in
+  // the reloaded one, whose server then started as `python3 -m agentls` without AgentLS.
+  fs.mkdirSync(path.join(userData, "Machine"), { recursive: true });
+  fs.writeFileSync(path.join(userData, "Machine/settings.json"), JSON.stringify({
+    "agentls.server.command": [PYTHON, "-m", "agentls", "serve"],
+  }, null, 2));
   fs.mkdirSync(path.join(userData, "User"), { recursive: true });
   fs.writeFileSync(path.join(userData, "User/settings.json"), JSON.stringify({
-    "agentls.server.command": [PYTHON, "-m", "agentls", "serve"],
     "agentls.backend": "openai",
     "agentls.baseUrl": baseUrl,
     "agentls.model": "scripted-model",

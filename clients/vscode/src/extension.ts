@@ -214,7 +214,9 @@ async function notStarted(command: string, reason: string, output: vscode.Output
   const choice = await vscode.window.showErrorMessage(
     `AgentLS could not start its language server (${command}): ${reason}. Install AgentLS ` +
     "from its checkout (`pipx install /path/to/agentls`) so `agentls` is on PATH, or set " +
-    "agentls.server.command.",
+    "agentls.server.command" + (vscode.env.remoteName
+      ? " in the Remote settings (a machine setting: the user settings' value is not used in a remote window)."
+      : "."),
     "Install…", "Open Settings", "Show Log");
   if (choice === "Install…") {
     const terminal = vscode.window.createTerminal("Install AgentLS");
