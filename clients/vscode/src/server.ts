@@ -77,9 +77,17 @@ function restartPolicy(output: vscode.OutputChannel, ran: () => boolean,
   };
 }
 
-/** A failed start is told once, by the extension: its retry line in the log, or its "could
- * not start" message with what to do. The client's own notification would come on top. */
+/** The language client, with two messages of its own adjusted. A failed start is told once,
+ * by the extension: its retry line in the log, or its "could not start" message with what to
+ * do; the client's own notification would come on top. */
 class AgentLanguageClient extends LanguageClient {
+  // vscode-languageclient 9 passes "show a notification" as the data of its "Server will
+  // restart" line, which then printed a bare "true"/"false" line in the log.
+  override info(message: string, data?: unknown, showNotification = true): void {
+    if (typeof data === "boolean") super.info(message, undefined, data);
+    else super.info(message, data, showNotification);
+  }
+
   override error(message: string, data?: unknown, showNotification: boolean | "force" = true): void {
     const quiet = message.endsWith("couldn't create connection to server.");
     super.error(message, data, quiet ? false : showNotification);
