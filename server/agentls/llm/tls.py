@@ -26,7 +26,10 @@ def start() -> None:
     with _lock:
         if _building is not None or _context is not None:
             return
-        _building = threading.Thread(target=_build, name="agentls-tls", daemon=True)
+        # Not a daemon: the interpreter waits for it at exit (a few ms of reading the CA
+        # store). A daemon thread still inside OpenSSL when a server exits right after it
+        # started made the process end with SIGSEGV (2 in 10 such exits).
+        _building = threading.Thread(target=_build, name="agentls-tls", daemon=False)
         _building.start()
 
 
