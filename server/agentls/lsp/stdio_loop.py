@@ -73,6 +73,8 @@ async def _serve(server: AgentLanguageServer, reader: FrameReader,
             server.protocol.writer = _DiscardingWriter()
             code = exc.code if isinstance(exc.code, int) else 1
             break
+        except BrokenPipeError:
+            raise  # the client is gone: serve_stdio ends the server (pygls re-raises it)
         except Exception:  # one message's failure never ends the server
             log.exception("%s could not be handled (the server goes on)", _named(body))
     if not await wind_down(WIND_DOWN_S):  # a task would hold asyncio.run forever: exit now
