@@ -32,7 +32,6 @@ ASK_USER_SPEC = ToolSpec(
                         "description": "The choices, short."},
         },
         "required": ["question", "options"],
-        "additionalProperties": False,
     },
 )
 CUT_OFF_CALL = (

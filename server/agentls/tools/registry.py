@@ -103,13 +103,13 @@ class SearchTextParams(_Params):
 
 
 class SearchSemanticParams(_Params):
-    query: str = Field(min_length=1, description="What you are looking for, in words: "
-                       "'where are rate limits retried', 'parse the config file'.")
-    top_k: int = Field(8, ge=1, le=30, description="How many code chunks to return.")
+    query: str = Field(min_length=1, description="What to find, in words: 'where are "
+                       "rate limits retried'.")
+    top_k: int = Field(8, ge=1, le=30, description="Code chunks to return.")
 
 
 class ShellExecParams(_Params):
-    command: str = Field(min_length=1, description="Shell command line to run.")
+    command: str = Field(min_length=1, description="The command line.")
     cwd: str | None = Field(None, description="Folder to run in, relative to the root.")
     timeout: float = Field(30, gt=0, le=shell.MAX_TIMEOUT,
                            description="Seconds before the command is killed (max 600).")
@@ -195,17 +195,16 @@ DEFAULT_TOOLS: tuple[ToolDef, ...] = (
     ToolDef("list_files", "List a folder (sorted; ignored and secret files hidden). Folders "
             "end with '/'.",
             files.ListFilesParams, _sync(files.list_files, thread=True), True),
-    ToolDef("read_file", "Read a text file with line numbers; read before editing. Over 2,000 "
-            "lines it is cut: ask for start_line/end_line.",
+    ToolDef("read_file", "Read a text file with line numbers. Over 2,000 lines it is cut: ask "
+            "for start_line/end_line.",
             files.ReadFileParams, _sync(files.read_file, thread=True), True),
     ToolDef("search_text", "Search file contents (ripgrep). Returns path:line:column: line.",
             SearchTextParams, _search, True),
-    ToolDef("search_semantic", "Find code by meaning (keywords plus embeddings). Use it first "
-            "for 'where is X handled' when you do not know the names; search_text for an exact "
-            "string.",
+    ToolDef("search_semantic", "Find code by meaning: 'where is X handled' when you do not "
+            "know the names (search_text for an exact string).",
             SearchSemanticParams, _search_semantic, True),
-    ToolDef("write_file", "Create a file, or overwrite/append to one; to change an existing "
-            "file prefer edit_file or apply_patch. The person reviews every change as a diff.",
+    ToolDef("write_file", "Create a file, or overwrite/append to one (to change a file, "
+            "prefer edit_file or apply_patch).",
             files.WriteFileParams, _sync(files.write_file, thread=False), False),
     ToolDef("edit_file", "Change a file by exact search/replace blocks.",
             files.EditFileParams, _sync(files.edit_file, thread=False), False),
@@ -214,9 +213,9 @@ DEFAULT_TOOLS: tuple[ToolDef, ...] = (
             files.ApplyPatchParams, _sync(files.apply_patch, thread=False), False),
     ToolDef("delete_file", "Delete a file (not a folder).",
             files.DeleteFileParams, _sync(files.delete_file, thread=False), False),
-    ToolDef("shell_exec", "Run a shell command in the workspace (tests, builds, linters). It "
-            "runs in a sandbox without network that sees your pending changes; files it writes "
-            "join your changes (shown in the result). Output is cut to its head and tail.",
+    ToolDef("shell_exec", "Run a shell command in the workspace (tests, builds, linters), in "
+            "a sandbox without network that sees your pending changes; files it writes join "
+            "your changes (shown in the result). Output is cut to its head and tail.",
             ShellExecParams, _shell, False),
     ToolDef("git_status", "The branch and changed files.",
             GitStatusParams, _git_status, True),
@@ -231,7 +230,10 @@ def schema_of(params: type[BaseModel]) -> dict[str, Any]:
     """The JSON Schema of a parameter model, inlined and without titles; computed once.
 
     It is sent with every request, so it is kept lean: an optional ``X | None = None`` is
-    written as plain ``X`` (leaving it out of ``required`` already says it may be omitted).
+    written as plain ``X`` (leaving it out of ``required`` already says it may be omitted),
+    and ``"additionalProperties": false`` is left out (~400 bytes over all tools; it matters
+    only to strict mode, which AgentLS does not ask for): an argument the tool does not take
+    is still refused, with its name, when the call is checked.
     """
     raw = params.model_json_schema()
     definitions = raw.pop("$defs", {})
@@ -241,7 +243,8 @@ def schema_of(params: type[BaseModel]) -> dict[str, Any]:
             if "$ref" in node:
                 return clean(definitions[node["$ref"].rsplit("/", 1)[-1]])
             node = _without_null_option(node)
-            return {k: clean(v) for k, v in node.items() if k != "title"}
+            return {k: clean(v) for k, v in node.items()
+                    if k != "title" and not (k == "additionalProperties" and v is False)}
         if isinstance(node, list):
             return [clean(item) for item in node]
         return node

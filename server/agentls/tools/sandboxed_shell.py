@@ -115,7 +115,9 @@ class ShellSandbox:
         if mode.state != "sandboxed":
             result = await shell.shell_exec(ws, command, cwd, timeout, api_key_env=api_key_env,
                                             output_limit=output_limit)
-            result["sandbox"] = mode.note
+            # The model was told commands see its pending changes: here they do not.
+            result["sandbox"] = f"{mode.note}, on the files on disk: your pending changes " \
+                                "are not in them"
             return result
         async with self._lock:
             return await self._run_sandboxed(ws, command, cwd, timeout, api_key_env,

@@ -619,7 +619,17 @@ async def test_prefix_stability_of_a_run_is_high_and_drops_when_the_system_chang
     system = await session.system_messages()
     requests = simulated_run(system, 6)
     ratios = [prefix_stability(a, b, tokens) for a, b in pairwise(requests)]
-    assert all(r >= 0.95 for r in ratios[2:]), ratios
+
+    def size(messages: list[Message]) -> int:
+        return sum(tokens(m.wire_json()) for m in messages)
+
+    for (a, b), ratio in zip(pairwise(requests), ratios, strict=True):
+        # The whole last request is the next one's prefix: only what the step added is new.
+        assert b[:len(a)] == a
+        assert ratio == pytest.approx(size(a) / size(b))
+    # (How high it is depends on the size of the system message; this workspace is tiny,
+    # bench_engine measures it on a real run against the >= 95 % goal.)
+    assert all(r >= 0.9 for r in ratios), ratios
     assert ratios == sorted(ratios)  # each step adds less relative to what is already there
 
     changed = [Message.system((system[0].content or "") + "\nOne more fact.")]
@@ -661,3 +671,17 @@ def test_no_room_leaves_big_attachments_out_and_keeps_small_ones(ws: Workspace) 
     assert "## File: src/a.py\n(not included: the model's context has no room" in text
     assert "FROM python:3.11" in text  # 50 tokens of room each: the Dockerfile still fits
     assert any("attach fewer files" in n for n in turn.notes)
+
+
+def test_the_prompt_and_shell_exec_agree_on_what_commands_see() -> None:
+    # Since the sandbox (issue 14) commands run over the pending changes; the prompt said
+    # they saw only the disk, which told the model its tests would check the old code.
+    from agentls.tools.registry import DEFAULT_TOOLS
+
+    shell = next(t for t in DEFAULT_TOOLS if t.name == "shell_exec")
+    assert "sees your pending changes" in shell.description
+    prompt = " ".join(BASE_SYSTEM_PROMPT.split())
+    assert "and so do shell_exec's commands (run in a sandbox)" in prompt
+    assert "the git tools, and a command whose result says it was not sandboxed, see only " \
+        "the disk" in prompt
+    assert "shell_exec and the git tools see only the disk" not in prompt

@@ -25,6 +25,8 @@ def test_schemas_are_plain_json_schema_and_cached(box: ToolBox) -> None:
     assert set(by_name) == {t.name for t in DEFAULT_TOOLS}
     edit = by_name["edit_file"].parameters
     assert "$defs" not in json.dumps(edit) and "title" not in edit
+    # Lean: no additionalProperties (extra arguments are refused when checked, below).
+    assert "additionalProperties" not in json.dumps([s.parameters for s in box.schemas()])
     assert edit["properties"]["edits"]["items"]["required"] == ["search", "replace"]
     assert by_name["git_status"].parameters["properties"] == {}
     assert schema_of(DEFAULT_TOOLS[0].params) is schema_of(DEFAULT_TOOLS[0].params)

@@ -295,6 +295,8 @@ async def test_auto_without_a_sandbox_asks_every_command_and_says_why(
     result = await sh(sandbox, Workspace([project]), "echo direct")
     await sh(sandbox, Workspace([project]), "echo again")
     assert result["stdout"] == "direct\n" and result["sandbox"].startswith("not sandboxed")
+    # The model was told commands see its pending changes; this one says it does not.
+    assert result["sandbox"].endswith("your pending changes are not in them")
     assert len(warnings) == 1 and "ask before every command" in warnings[0]
     assert "Fix: unset AGENTLS_SANDBOX_UNAVAILABLE" in warnings[0]
 
