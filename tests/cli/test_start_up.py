@@ -110,3 +110,14 @@ def test_agentls_run_imports_openai_without_its_unused_types() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, timeout=60)
     assert done.stdout.split() == ["False", "True"]
+
+
+def test_agentls_run_imports_the_search_index_only_when_it_searches() -> None:
+    # The index's modules (SQLite FTS, vectors, the embedders) wait for the first
+    # search_semantic call or index.chat_context: a run that searches nothing skips them.
+    code = ("from agentls.cli.main import _command\n_command('run')\n"
+            "import agentls.cli.headless, agentls.engine.agent, sys\n"
+            "print(sorted(m for m in sys.modules if m.startswith('agentls.tools.semantic.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert done.stdout.strip() == "[]"

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from agentls.engine.outline import CountTokens
-from agentls.tools.semantic.service import WorkspaceSearch
+
+if TYPE_CHECKING:
+    from agentls.tools.semantic.service import WorkspaceSearch
 
 log = logging.getLogger(__name__)
 

@@ -11,18 +11,14 @@ import importlib.util
 import logging
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentls.config import IndexConfig, Settings, user_cache_dir
-from agentls.tools.semantic.embed_worker import WorkerEmbedder
-from agentls.tools.semantic.embedding import (
-    Embedder,
-    EmbeddingError,
-    StaticEmbedder,
-    static_model_dir,
-)
-from agentls.tools.semantic.index import SemanticIndex
-from agentls.tools.semantic.service import WorkspaceSearch
 from agentls.tools.workspace import Workspace
+
+if TYPE_CHECKING:  # imported where an index is opened: a run that searches none skips them
+    from agentls.tools.semantic.embedding import Embedder
+    from agentls.tools.semantic.service import WorkspaceSearch
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +39,17 @@ def provider_name(config: IndexConfig, models_dir: Path | None = None) -> str:
     nobody asked for, in an editor's background); ``static`` does, once."""
     if config.embeddings != "auto":
         return config.embeddings
+    from agentls.tools.semantic.embedding import static_model_dir
+
     directory = static_model_dir(models_dir or user_cache_dir() / "models")
     built = (directory / "model.safetensors").exists()
     return "static" if built and local_extra_installed() else "none"
 
 
 def make_embedder(settings: Settings) -> Embedder | None:
+    from agentls.tools.semantic.embed_worker import WorkerEmbedder
+    from agentls.tools.semantic.embedding import EmbeddingError, StaticEmbedder
+
     config = settings.index
     name = provider_name(config)
     if name == "none":
@@ -71,6 +72,9 @@ def make_embedder(settings: Settings) -> Embedder | None:
 def open_search(workspace: Workspace, settings: Settings) -> WorkspaceSearch:
     """Open (creating or rebuilding) the index of this workspace; IndexStoreError if the
     file cannot be made."""
+    from agentls.tools.semantic.index import SemanticIndex
+    from agentls.tools.semantic.service import WorkspaceSearch
+
     index = SemanticIndex(workspace, make_embedder(settings),
                           max_file_bytes=settings.index.max_file_kb * 1024)
     return WorkspaceSearch(index)

@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -28,8 +28,10 @@ from agentls.tools.permissions import (
     rejection,
 )
 from agentls.tools.sandboxed_shell import ShellSandbox
-from agentls.tools.semantic.service import WorkspaceSearch
 from agentls.tools.workspace import FenceError, Workspace
+
+if TYPE_CHECKING:  # the index is opened (and its modules imported) by its first search
+    from agentls.tools.semantic.service import WorkspaceSearch
 
 log = logging.getLogger(__name__)
 
