@@ -76,6 +76,102 @@ local function progress(_, result, ctx)
   vim.cmd.redrawstatus({ bang = true, mods = { emsg_silent = true } })
 end
 
+local stops = {} -- when the server stopped unasked (restarts.lua)
+local stopping = {} -- ids of clients stopped on purpose (:AgentRestart)
+
+local function root_for(bufnr)
+  if vim.bo[bufnr].buftype ~= "" or vim.api.nvim_buf_get_name(bufnr) == "" then
+    return nil
+  end
+  return vim.fs.root(bufnr, config.options.root_markers) or vim.fn.getcwd()
+end
+
+--- Attach every loaded file buffer (a new server after a stop).
+local function attach_all()
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and root_for(bufnr) then
+      M.attach(bufnr)
+    end
+  end
+end
+
+--- The server ended. Asked (exit code 0, :AgentRestart, Neovim quitting): nothing to do.
+--- Else Neovim has said so (its "quit with exit code" warning): start a new one a little
+--- later, and after a few stops close together leave it stopped and say what to do.
+local function on_exit(code, signal, client_id)
+  if stopping[client_id] then
+    stopping[client_id] = nil
+    return
+  end
+  if (code == 0 and signal == 0) or vim.v.exiting ~= vim.NIL then
+    return
+  end
+  local why = signal ~= 0 and ("signal " .. signal) or ("exit code " .. code)
+  local decision = require("agentls.restarts").on_stop(stops, vim.uv.now())
+  vim.schedule(function()
+    if not decision.restart then
+      M.notify(
+        string.format(
+          "AgentLS: the server stopped %d times in 3 minutes (last: %s) and is left stopped. "
+            .. "See :checkhealth agentls and the log (%s), then :AgentRestart",
+          decision.stops,
+          why,
+          vim.lsp.get_log_path()
+        ),
+        vim.log.levels.ERROR
+      )
+      return
+    end
+    M.notify(
+      string.format(
+        "AgentLS: the server stopped (%s); starting it again in %.1f s (%d of %d)",
+        why,
+        decision.delay_ms / 1000,
+        decision.attempt,
+        require("agentls.restarts").MAX_RESTARTS
+      ),
+      vim.log.levels.WARN
+    )
+    vim.defer_fn(attach_all, decision.delay_ms)
+  end)
+end
+
+local function is_stopped(client)
+  if vim.fn.has("nvim-0.11") == 1 then
+    return client:is_stopped()
+  end
+  return client.is_stopped()
+end
+
+--- :AgentRestart: stop the servers, then start one for the open files (the count of stops
+--- starts again).
+function M.restart()
+  stops = {}
+  local clients = vim.lsp.get_clients({ name = M.NAME })
+  for _, client in ipairs(clients) do
+    stopping[client.id] = true
+    if vim.fn.has("nvim-0.11") == 1 then
+      client:stop()
+    else
+      client.stop()
+    end
+  end
+  local waited = 0
+  local function start_when_stopped()
+    local running = vim.tbl_filter(function(c)
+      return not is_stopped(c)
+    end, clients)
+    if #running > 0 and waited < 5000 then
+      waited = waited + 50
+      vim.defer_fn(start_when_stopped, 50)
+      return
+    end
+    attach_all()
+    M.notify("AgentLS: server started again")
+  end
+  start_when_stopped()
+end
+
 --- The client configuration (also what `vim.lsp.config("agentls", ...)` gets on 0.11).
 function M.client_config()
   local opts = config.options
@@ -86,6 +182,7 @@ function M.client_config()
     init_options = opts.settings,
     settings = { agentls = opts.settings },
     capabilities = capabilities(),
+    on_exit = on_exit,
     handlers = {
       ["workspace/applyEdit"] = function(err, params, ctx)
         return require("agentls.preview").handle(err, params, ctx)
@@ -96,13 +193,6 @@ function M.client_config()
       ["$/progress"] = progress,
     },
   }
-end
-
-local function root_for(bufnr)
-  if vim.bo[bufnr].buftype ~= "" or vim.api.nvim_buf_get_name(bufnr) == "" then
-    return nil
-  end
-  return vim.fs.root(bufnr, config.options.root_markers) or vim.fn.getcwd()
 end
 
 --- Start (or reuse) the server for a buffer; returns the client id.
@@ -158,7 +248,7 @@ function M.request(method, params, on_result, bufnr)
     on_result(err, result, client)
   end)
   if not ok then
-    M.notify("AgentLS: the server stopped; :LspRestart or :checkhealth agentls", vim.log.levels.ERROR)
+    M.notify("AgentLS: the server stopped; :AgentRestart, or :checkhealth agentls", vim.log.levels.ERROR)
   end
   return id, client
 end
