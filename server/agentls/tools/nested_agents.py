@@ -47,12 +47,41 @@ _lock = threading.Lock()
 
 def find_command(root: Path) -> list[str]:
     """``find`` for files (or links) named AGENTS.md below ``root``, not descending into the
-    skipped folders nor following linked ones; NUL-separated absolute paths."""
-    names: list[str] = []
-    for name in sorted(SKIPPED_FOLDERS):
-        names += ["-o", "-name", name] if names else ["-name", name]
-    return ["find", str(root), "-mindepth", "1", "(", "-type", "d", "(", *names, ")",
+    skipped folders, the folders the root's .gitignore names plainly, nor linked folders;
+    NUL-separated absolute paths."""
+    anywhere, anchored = ignored_names(root)
+    tests: list[str] = []
+    for name in sorted(SKIPPED_FOLDERS | anywhere):
+        tests += ["-o", "-name", name] if tests else ["-name", name]
+    for rel in sorted(anchored):
+        tests += ["-o", "-path", os.path.join(root, rel)]
+    return ["find", str(root), "-mindepth", "1", "(", "-type", "d", "(", *tests, ")",
             "-prune", ")", "-o", "(", "-name", NAME, "!", "-type", "d", "-print0", ")"]
+
+
+def ignored_names(root: Path) -> tuple[set[str], set[str]]:
+    """Folders ``find`` need not enter (a build output of 100,000 files, say): the plain
+    names in the root's .gitignore, as names at any depth (``target/``) and as paths from
+    the root (``/out``). Only a hint: what is found is checked against the fence anyway, and
+    an ignored folder cannot have anything re-included below it. A file with negations
+    (``!``) gives none, as does a pattern with wildcards."""
+    try:
+        lines = (root / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return set(), set()
+    patterns = [line.strip() for line in lines]
+    if any(p.startswith("!") for p in patterns):
+        return set(), set()
+    anywhere: set[str] = set()
+    anchored: set[str] = set()
+    for pattern in patterns:
+        if not pattern or pattern.startswith("#") or any(c in pattern for c in "*?[]\\"):
+            continue
+        name = pattern.strip("/")
+        if not name or "/" in name or name in (".", ".."):
+            continue
+        (anchored if pattern.startswith("/") else anywhere).add(name)
+    return anywhere, anchored
 
 
 def start(root: Path) -> bool:

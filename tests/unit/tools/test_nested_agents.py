@@ -103,3 +103,22 @@ def test_without_find_the_folders_are_walked(root: Path,
     assert not nested_agents.start(root)
     assert nested_agents.files(workspace(root), root) == EXPECTED
 
+
+
+def test_plainly_ignored_folders_are_not_entered(root: Path) -> None:
+    write(root / ".gitignore", "ignored/\n# build output\ntarget/\n/out\n*.log\ndocs/gen/\n")
+    write(root / "target" / "AGENTS.md")
+    write(root / "src" / "target" / "AGENTS.md")
+    write(root / "out" / "AGENTS.md")
+    write(root / "src" / "out" / "AGENTS.md")  # /out is anchored: this one is searched
+    assert nested_agents.ignored_names(root) == ({"ignored", "target"}, {"out"})
+    command = nested_agents.find_command(root)
+    assert "target" in command and str(root / "out") in command
+    assert "*.log" not in command and "docs/gen" not in " ".join(command)
+    assert nested_agents.files(workspace(root), root) == sorted(
+        [*EXPECTED, "src/out/AGENTS.md"], key=lambda p: (p.count("/"), p))
+
+
+def test_a_gitignore_with_negations_names_no_folder(root: Path) -> None:
+    write(root / ".gitignore", "target/\n!target/keep/\n")
+    assert nested_agents.ignored_names(root) == (set(), set())
