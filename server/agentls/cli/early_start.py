@@ -8,13 +8,11 @@ from pathlib import Path
 
 
 def start_early(workspace: Path) -> None:
-    """The project facts' git commands (tools/git_prefetch.py), the listing of nested
-    AGENTS.md files (tools/nested_agents.py) and the model client's TLS context
-    (llm/tls.py). ``workspace`` is resolved (cli/main.py), as Workspace.roots are: the git
-    commands and the listing are keyed by it."""
+    """The project facts' git commands (tools/git_prefetch.py) and the model client's TLS
+    context (llm/tls.py). ``workspace`` is resolved (cli/main.py), as Workspace.roots are:
+    the git commands are keyed by it."""
     from agentls.llm import tls
-    from agentls.tools import git_prefetch, nested_agents
+    from agentls.tools import git_prefetch
 
     git_prefetch.start(workspace)
-    nested_agents.start(workspace)
     tls.start()

@@ -45,7 +45,6 @@ from agentls.lsp.handlers import refused_error as refused_error
 from agentls.lsp.runs import RunManager, TurnRefused
 from agentls.lsp.turn import Turn, TurnRequest
 from agentls.redaction import redact_data
-from agentls.tools import nested_agents
 
 if TYPE_CHECKING:
     from agentls.config import Settings
@@ -256,12 +255,10 @@ class AgentLanguageServer(ServerContext):
         """Right after ``initialized``: import the engine and gather the project facts in the
         background, so the first chat finds them ready. Creates no file (the session store
         opens on the first request that needs it) and never blocks a request: the work runs
-        in threads and subprocesses (git, find). (Gathering the facts while the engine imports was
+        in threads and a git subprocess. (Gathering the facts while the engine imports was
         tried: no faster, the import holds the interpreter either way.)"""
         if not self.roots:
             return
-        for root in self.roots:  # on another core while the engine imports
-            nested_agents.start(root.resolve())
         await self.ready()
         started = time.perf_counter()
         contexts = await self._project_contexts()
