@@ -278,16 +278,18 @@ class AgentLanguageServer(ServerContext):
 
     async def _prepare_engine(self) -> None:
         """Where an earlier run left a session store, open it and build the model client now
-        (the SSL context, the HTTP pool), so the first chat does not wait for them. Opening a
-        store that exists creates nothing in the workspace; a workspace without one gets it on
-        the first request, as before. No connection is opened before a request."""
+        (the SSL context, the HTTP pool, its chat resource), so the first chat does not wait
+        for them. Opening a store that exists creates nothing in the workspace; a workspace
+        without one gets it on the first request, as before. No connection is opened before a
+        request."""
         root = self.root
         if root is None or not (root / ".agentls" / "state.db").is_file():
             return
         started = time.perf_counter()
         try:
             host = await self.engine()
-            await asyncio.to_thread(host.pool.get)
+            async with self._import_lock:  # prepare() imports the client's chat resource
+                await asyncio.to_thread(lambda: host.pool.get().prepare())
         except Exception as exc:  # the first chat reports it to the person, with what to do
             log.warning("the engine was not prepared ahead of the first chat: %s", exc)
             return
