@@ -103,7 +103,7 @@ def test_after_four_restarts_close_together_it_is_left_stopped_until_agentrestar
     watched.wait("a server started on purpose", lambda: len(started(pids)) == 6)
     watched.wait("it to attach the open file", lambda: watched.lua(ATTACHED, bufnr))
     assert answers(watched, bufnr)
-    assert "AgentLS: server started again" in notes(watched)
+    assert "AgentLS: starting the server again" in notes(watched)
 
 
 def test_agentrestart_replaces_a_running_server_without_counting_a_stop(
@@ -114,7 +114,7 @@ def test_agentrestart_replaces_a_running_server_without_counting_a_stop(
     watched.wait("it to attach the open file", lambda: watched.lua(ATTACHED, bufnr))
     assert answers(watched, bufnr)
     said = notes(watched)
-    assert "AgentLS: server started again" in said
+    assert "AgentLS: starting the server again" in said
     assert not any("stopped" in n for n in said)  # asked: no restart message, no warning
     first = started(pids)[0]
     watched.wait(f"the first server ({first}) to exit", lambda: not running(first))

@@ -162,12 +162,21 @@ function M.restart()
       return not is_stopped(c)
     end, clients)
     if #running > 0 and waited < 5000 then
+      if waited == 2000 then -- not answering shutdown: end it
+        for _, client in ipairs(running) do
+          if vim.fn.has("nvim-0.11") == 1 then
+            client:stop(true)
+          else
+            client.stop(true)
+          end
+        end
+      end
       waited = waited + 50
       vim.defer_fn(start_when_stopped, 50)
       return
     end
     attach_all()
-    M.notify("AgentLS: server started again")
+    M.notify("AgentLS: starting the server again")
   end
   start_when_stopped()
 end
