@@ -17,6 +17,7 @@ from pytest_lsp import client_capabilities
 from agentls.devtools.replay import ReplayServer
 from tests.lsp.conftest import (
     CLIENTS,
+    WAIT_S,
     AgentClient,
     apply_text_edits,
     call,
@@ -285,8 +286,16 @@ async def test_a_bad_user_action_is_reported_and_the_others_kept(
 
     actions = await list_actions(bare_client, uri, rng(0, 0, 0, 0))
 
+    # Listed from the client's section as fetched, without waiting for the engine settings
+    # to be built from it; the problem is reported once they are, a moment later.
     assert [a.title for a in actions] == ["AgentLS: Explain", "AgentLS: Good"]
-    (message,) = [m for m in bare_client.messages if "agentls.actions[1]" in m.message]
+    found: list[lsp.ShowMessageParams] = []
+    for _ in range(WAIT_S * 20):
+        found = [m for m in bare_client.messages if "agentls.actions[1]" in m.message]
+        if found:
+            break
+        await asyncio.sleep(0.05)
+    (message,) = found
     assert message.type == lsp.MessageType.Error and "'a b'" in message.message
 
 

@@ -191,9 +191,12 @@ def setup(server: ServerContext) -> None:
                     ) -> Generator[Any, Any, list[lsp.CodeAction] | None]:
         # Not async: the listing never waits, and a coroutine's extra task and loop turns
         # were a third of its latency (bench_lsp). pygls resumes a generator after what it
-        # yields, which only happens before the first settings load (user actions).
+        # yields, which only happens before the settings first load: the listing needs only
+        # the user actions of the client's section, not the engine settings built from it.
         if ls.resolved is None:
-            yield ls.ready, (), {}
+            if ls.fetched_client is None:
+                yield ls.client_section, (), {}
+            feature.reload()
         return feature.list(params)
 
     @server.feature(lsp.CODE_ACTION_RESOLVE)

@@ -32,6 +32,7 @@ class ServerContext(LanguageServer):
     pushed_settings: Mapping[str, Any] | None  # didChangeConfiguration push
     reported_settings_problems: str
     resolved: ResolvedSettings | None
+    fetched_client: dict[str, Any] | None  # the section as last fetched, before it resolves
     settings_listeners: list[Callable[[], None]]  # called after each reload
     file_listeners: list[Callable[[list[str]], None]]  # called with saved/changed file URIs
 
@@ -58,6 +59,12 @@ class ServerContext(LanguageServer):
     # --- settings
     @abstractmethod
     async def ready(self) -> ResolvedSettings: ...
+
+    @abstractmethod
+    async def client_section(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def client_fetched(self, client: dict[str, Any]) -> None: ...
 
     @abstractmethod
     async def reload_settings(self) -> ResolvedSettings: ...

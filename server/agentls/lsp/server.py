@@ -110,6 +110,8 @@ class AgentLanguageServer(ServerContext):
         self.pushed_settings: Mapping[str, Any] | None = None  # didChangeConfiguration push
         self.reported_settings_problems = ""
         self.resolved: lsp_settings.ResolvedSettings | None = None
+        self.fetched_client: dict[str, Any] | None = None
+        self._client_fetched = asyncio.Event()
         self.settings_listeners: list[Callable[[], None]] = []  # called after each reload
         self.file_listeners: list[Callable[[list[str]], None]] = []  # saved/changed file URIs
         self.runs = RunManager(self, lsp_settings.LspSettings())
@@ -165,6 +167,20 @@ class AgentLanguageServer(ServerContext):
             self._settings_task = asyncio.create_task(lsp_settings.reload(self))
         return await asyncio.shield(self._settings_task)
 
+    async def client_section(self) -> dict[str, Any]:
+        """The ``agentls`` section as the client sent it, as soon as it is fetched: before
+        the engine settings are built from it (which imports pydantic and the settings
+        models, ~60 ms after start-up). For features that read only their own keys."""
+        if self._settings_task is None:
+            self._settings_task = asyncio.create_task(lsp_settings.reload(self))
+        await self._client_fetched.wait()
+        assert self.fetched_client is not None
+        return self.fetched_client
+
+    def client_fetched(self, client: dict[str, Any]) -> None:
+        self.fetched_client = client
+        self._client_fetched.set()
+
     async def reload_settings(self) -> lsp_settings.ResolvedSettings:
         previous = self._settings_task
         if previous is not None and not previous.done():
@@ -192,8 +208,11 @@ class AgentLanguageServer(ServerContext):
 
     @property
     def client_settings(self) -> dict[str, Any]:
-        """The ``agentls`` section as the client sent it (features read their own keys)."""
-        return self.resolved.client if self.resolved is not None else {}
+        """The ``agentls`` section as the client sent it (features read their own keys); the
+        one fetched while it is being resolved, ``{}`` before."""
+        if self.resolved is not None:
+            return self.resolved.client
+        return self.fetched_client or {}
 
     # --- the engine -----------------------------------------------------------------------------
 

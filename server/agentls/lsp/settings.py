@@ -195,7 +195,7 @@ def _first_lines(message: str) -> str:
 async def fetch_client_section(ls: ServerContext) -> dict[str, Any]:
     """initializationOptions, with ``workspace/configuration`` (or the last pushed settings)
     on top."""
-    from agentls.config import deep_merge
+    from agentls.config_files import deep_merge  # light: agentls.config imports pydantic
 
     merged: dict[str, Any] = dict(_as_dict(ls.initialization_options))
     merged.pop(WORKSPACE_TRUSTED, None)  # the editor's word on trust, not a setting
@@ -214,7 +214,11 @@ async def fetch_client_section(ls: ServerContext) -> dict[str, Any]:
 
 
 async def reload(ls: ServerContext) -> ResolvedSettings:
-    client = await fetch_client_section(ls)
+    client: dict[str, Any] = {}
+    try:
+        client = await fetch_client_section(ls)
+    finally:  # waiters on the section must not wait forever for a failed fetch
+        ls.client_fetched(client)
     trusted = _as_dict(ls.initialization_options).get(WORKSPACE_TRUSTED) is True
     try:
         resolved = await asyncio.to_thread(resolve, ls.root, client, editor_trusted=trusted)
