@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from agentls.lsp.resolved_settings import LspSettings
@@ -57,3 +59,22 @@ def test_a_registered_section_is_checked_by_its_owner(tmp_path: Path) -> None:
     bad = resolve(tmp_path, {"test_widgets": 3})
     assert ok.problems == [] and ok.client["test_widgets"] == [1]
     assert bad.problems == ["`agentls.test_widgets` must be a list"]
+
+
+def test_fetching_the_client_section_imports_nothing_heavy() -> None:
+    # It runs on the event loop: importing pydantic and the settings models there held up
+    # every request for ~60 ms after start-up (they are imported in a thread, by resolve).
+    code = (
+        "import asyncio, sys\n"
+        "from types import SimpleNamespace\n"
+        "from agentls.lsp import settings\n"
+        "ls = SimpleNamespace(initialization_options={'backend': 'x', 'lsp': {'a': 1}},\n"
+        "    pushed_settings={'lsp': {'b': 2}}, root_uri=None,\n"
+        "    client_capabilities=SimpleNamespace(workspace=None))\n"
+        "print(asyncio.run(settings.fetch_client_section(ls)))\n"
+        "print('agentls.config' in sys.modules, 'pydantic' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60)
+    merged, heavy = done.stdout.strip().splitlines()
+    assert merged == "{'backend': 'x', 'lsp': {'a': 1, 'b': 2}}"
+    assert heavy == "False False"
