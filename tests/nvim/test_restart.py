@@ -60,6 +60,10 @@ def notes(ed: Editor) -> list[str]:
     return [str(n) for n in ed.lua("return _G.notes")]
 
 
+def clients_of(ed: Editor, bufnr: int) -> int:
+    return int(ed.lua("return #vim.lsp.get_clients({name='agentls', bufnr=...})", bufnr))
+
+
 def answers(ed: Editor, bufnr: int) -> Any:
     """The new server answers a request (the session list)."""
     return ed.lua("local r = vim.lsp.buf_request_sync(..., 'agentls/sessions', {}, 10000) "
@@ -112,6 +116,9 @@ def test_agentrestart_replaces_a_running_server_without_counting_a_stop(
     watched.nvim.command("AgentRestart")
     watched.wait("a second server", lambda: len(started(pids)) == 2)
     watched.wait("it to attach the open file", lambda: watched.lua(ATTACHED, bufnr))
+    # The old client is gone before the new one starts (a request to both would wait for
+    # an answer the old one never sends).
+    assert clients_of(watched, bufnr) == 1
     assert answers(watched, bufnr)
     said = notes(watched)
     assert "AgentLS: starting the server again" in said

@@ -136,13 +136,6 @@ local function on_exit(code, signal, client_id)
   end)
 end
 
-local function is_stopped(client)
-  if vim.fn.has("nvim-0.11") == 1 then
-    return client:is_stopped()
-  end
-  return client.is_stopped()
-end
-
 --- :AgentRestart: stop the servers, then start one for the open files (the count of stops
 --- starts again).
 function M.restart()
@@ -158,8 +151,10 @@ function M.restart()
   end
   local waited = 0
   local function start_when_stopped()
+    -- Gone, not only stopping: until Neovim has removed a client it is still attached to
+    -- the buffers, and a request sent then would go to it too and never be answered.
     local running = vim.tbl_filter(function(c)
-      return not is_stopped(c)
+      return vim.lsp.get_client_by_id(c.id) ~= nil
     end, clients)
     if #running > 0 and waited < 5000 then
       if waited == 2000 then -- not answering shutdown: end it
