@@ -103,21 +103,26 @@ def test_product_code_imports_openai_only_through_the_deferred_import() -> None:
     assert plain == []
 
 
-def test_agentls_run_imports_openai_without_its_unused_types() -> None:
+def printed_after_run_imports(expression: str) -> str:
+    """What ``print(expression)`` writes in a fresh interpreter once it has imported what
+    `agentls run` imports before its first request (``sys`` is there to use)."""
     code = ("from agentls.cli.main import _command\n_command('run')\n"
-            "import agentls.cli.headless, sys\n"
-            "print('openai.types.eval_create_params' in sys.modules, 'openai' in sys.modules)")
+            "import agentls.cli.headless, agentls.engine.agent, sys\n"
+            f"print({expression})")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, timeout=60)
-    assert done.stdout.split() == ["False", "True"]
+    return done.stdout.strip()
+
+
+def test_agentls_run_imports_openai_without_its_unused_types() -> None:
+    printed = printed_after_run_imports(
+        "'openai.types.eval_create_params' in sys.modules, 'openai' in sys.modules")
+    assert printed.split() == ["False", "True"]
 
 
 def test_agentls_run_imports_the_search_index_only_when_it_searches() -> None:
     # The index's modules (SQLite FTS, vectors, the embedders) wait for the first
     # search_semantic call or index.chat_context: a run that searches nothing skips them.
-    code = ("from agentls.cli.main import _command\n_command('run')\n"
-            "import agentls.cli.headless, agentls.engine.agent, sys\n"
-            "print(sorted(m for m in sys.modules if m.startswith('agentls.tools.semantic.')))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, timeout=60)
-    assert done.stdout.strip() == "[]"
+    printed = printed_after_run_imports(
+        "sorted(m for m in sys.modules if m.startswith('agentls.tools.semantic.'))")
+    assert printed == "[]"

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Coroutine, Generator, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cattrs import Converter
 from lsprotocol import types as lsp
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from agentls.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 SHUTDOWN_GRACE_S = 2.0  # how long shutdown waits for cancelled runs to settle
 FACTS_REFRESH_DELAY_S = 1.0  # after a file event, how long to wait for the burst to end
@@ -163,16 +164,19 @@ class AgentLanguageServer(ServerContext):
 
     async def ready(self) -> lsp_settings.ResolvedSettings:
         """The settings, loaded once after ``initialize`` (or now, if a request came first)."""
+        return await asyncio.shield(self._settings_loading())
+
+    def _settings_loading(self) -> asyncio.Task[lsp_settings.ResolvedSettings]:
+        """The first load of the settings, started if it has not been."""
         if self._settings_task is None:
             self._settings_task = asyncio.create_task(lsp_settings.reload(self))
-        return await asyncio.shield(self._settings_task)
+        return self._settings_task
 
     async def client_section(self) -> dict[str, Any]:
         """The ``agentls`` section as the client sent it, as soon as it is fetched: before
         the engine settings are built from it (which imports pydantic and the settings
         models, ~60 ms after start-up). For features that read only their own keys."""
-        if self._settings_task is None:
-            self._settings_task = asyncio.create_task(lsp_settings.reload(self))
+        self._settings_loading()
         await self._client_fetched.wait()
         assert self.fetched_client is not None
         return self.fetched_client
@@ -255,8 +259,12 @@ class AgentLanguageServer(ServerContext):
         module = sys.modules.get(name)
         if module is not None and not getattr(module.__spec__, "_initializing", False):
             return module
+        return await self._importing(lambda: import_gc.import_module(name))
+
+    async def _importing(self, work: Callable[[], _T]) -> _T:
+        """``work`` (which imports) in a thread, one such at a time (see ``_imported``)."""
         async with self._import_lock:
-            return await asyncio.to_thread(import_gc.import_module, name)
+            return await asyncio.to_thread(work)
 
     # --- project facts ahead of the first chat ---------------------------------------------------
 
@@ -284,8 +292,7 @@ class AgentLanguageServer(ServerContext):
         # Imported now, in a thread, while nobody waits: the engine's heaviest imports
         # (openai), so the first chat does not pay for them; the model client's TLS context
         # is built meanwhile (OpenSSL reads the CA store without the GIL).
-        async with self._import_lock:
-            await asyncio.to_thread(tls.start)
+        await self._importing(tls.start)
         await self._imported("agentls.lsp.engine_host")
         gathering = time.perf_counter()
         await contexts.refresh(self.new_workspace())
@@ -307,8 +314,8 @@ class AgentLanguageServer(ServerContext):
         started = time.perf_counter()
         try:
             host = await self.engine()
-            async with self._import_lock:  # prepare() imports the client's chat resource
-                await asyncio.to_thread(lambda: host.pool.get().prepare())
+            # prepare() imports the client's chat resource
+            await self._importing(lambda: host.pool.get().prepare())
         except Exception as exc:  # the first chat reports it to the person, with what to do
             log.warning("the engine was not prepared ahead of the first chat: %s", exc)
             return
