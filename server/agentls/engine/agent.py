@@ -60,9 +60,10 @@ from agentls.engine.turns import (
 )
 from agentls.llm.backend import Backend, BackendError, RetryNotice
 from agentls.llm.messages import ChatRequest, ChatResponse, Message, ToolSpec, Usage
+from agentls.llm.rehearsal import rehearse
 from agentls.tools.changeset import ChangeSet, FileDiff
 from agentls.tools.permissions import PermissionPolicy
-from agentls.tools.registry import ToolBox, ToolContext
+from agentls.tools.registry import ToolBox, ToolContext, prepare_schemas
 from agentls.tools.sandboxed_shell import ShellSandbox
 from agentls.tools.workspace import Workspace
 
@@ -137,6 +138,13 @@ class Agent:
 
     def new_run_id(self) -> str:
         return uuid.uuid4().hex[:12]
+
+    def prepare(self) -> None:
+        """Do now what the first run would do for the first time: the backend rehearses a
+        request (llm/rehearsal.py) and the tools' schemas are built. Blocks: call it in a
+        thread, ahead of the first run (the editor's server does, at start-up)."""
+        rehearse(self.backends.get())
+        prepare_schemas()
 
     async def run(
         self,

@@ -132,6 +132,7 @@ class OpenAICompatBackend:
         api_key: str | None,
         retry: RetryPolicy | None = None,
         cache: ResponseCache | None = None,
+        http_client: httpx2.AsyncClient | None = None,
     ) -> None:
         self.name = name
         self.config = config
@@ -145,14 +146,8 @@ class OpenAICompatBackend:
             max_retries=0,
             timeout=config.timeout,
             # The client's own default, with the TLS context built once (llm/tls.py).
-            http_client=openai.DefaultAsyncHttpxClient(verify=tls.context()),
+            http_client=http_client or openai.DefaultAsyncHttpxClient(verify=tls.context()),
         )
-
-    def prepare(self) -> None:
-        """Load what the first request would load: the openai client imports its chat
-        completions resource on first use (~13 ms). The server calls this in its start-up
-        work (lsp/server.py), so the first chat does not wait for it."""
-        self._client.chat.completions  # noqa: B018  (the attribute's import is the point)
 
     # --- requests -----------------------------------------------------------------------------
 

@@ -45,6 +45,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# What a run imports inside the methods below (not at the top: the server's start-up stays
+# light); the server imports them in its start-up work, so a first chat does not
+# (lsp/server.py ``warm_up``; a test keeps this list whole).
+RUN_IMPORTS = ("agentls.lsp.frontend", "agentls.lsp.progress", "agentls.lsp.delivery",
+               "agentls.engine.session_lock")
+
 
 class TurnRefused(Exception):
     """The request cannot run (no workspace, unknown session, queue full): an LSP error."""

@@ -42,7 +42,7 @@ from agentls.lsp import settings as lsp_settings
 from agentls.lsp.context import ServerContext
 from agentls.lsp.handlers import logged as logged  # re-exported for older imports
 from agentls.lsp.handlers import refused_error as refused_error
-from agentls.lsp.runs import RunManager, TurnRefused
+from agentls.lsp.runs import RUN_IMPORTS, RunManager, TurnRefused
 from agentls.lsp.turn import Turn, TurnRequest
 from agentls.redaction import redact_data
 
@@ -294,6 +294,8 @@ class AgentLanguageServer(ServerContext):
         # is built meanwhile (OpenSSL reads the CA store without the GIL).
         await self._importing(tls.start)
         await self._imported("agentls.lsp.engine_host")
+        for name in RUN_IMPORTS:
+            await self._imported(name)
         gathering = time.perf_counter()
         await contexts.refresh(self.new_workspace())
         log.info("project facts gathered in the background (%.0f ms)",
@@ -303,19 +305,18 @@ class AgentLanguageServer(ServerContext):
                  "project facts and the engine ready", (time.perf_counter() - started) * 1000)
 
     async def _prepare_engine(self) -> None:
-        """Where an earlier run left a session store, open it and build the model client now
-        (the SSL context, the HTTP pool, its chat resource), so the first chat does not wait
-        for them. Opening a store that exists creates nothing in the workspace; a workspace
-        without one gets it on the first request, as before. No connection is opened before a
-        request."""
+        """Where an earlier run left a session store, open it, build the model client (the
+        SSL context, the HTTP pool) and rehearse its first request (llm/rehearsal.py: answered
+        from memory), so the first chat does not wait for any of it. Opening a store that
+        exists creates nothing in the workspace; a workspace without one gets it on the first
+        request, as before. No connection is opened before a request."""
         root = self.root
         if root is None or not (root / ".agentls" / "state.db").is_file():
             return
         started = time.perf_counter()
         try:
             host = await self.engine()
-            # prepare() imports the client's chat resource
-            await self._importing(lambda: host.pool.get().prepare())
+            await self._importing(host.agent.prepare)
         except Exception as exc:  # the first chat reports it to the person, with what to do
             log.warning("the engine was not prepared ahead of the first chat: %s", exc)
             return

@@ -256,6 +256,12 @@ def schema_of(params: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
+def prepare_schemas(tools: Sequence[ToolDef] = DEFAULT_TOOLS) -> None:
+    """Build the tools' schemas now (``schema_of`` keeps them), so the first run does not."""
+    for tool in tools:
+        schema_of(tool.params)
+
+
 def _without_null_option(node: dict[str, Any]) -> dict[str, Any]:
     """``{"anyOf": [X, {"type": "null"}], "default": null}`` -> ``X`` (with the description)."""
     options = node.get("anyOf")

@@ -46,14 +46,3 @@ async def test_a_damaged_cache_is_skipped_with_a_warning(
     finally:
         await pool.aclose()
 
-
-async def test_prepare_loads_the_chat_resource_the_first_request_would() -> None:
-    pool = BackendPool(Settings())
-    try:
-        backend = pool.get()
-        client = backend._client
-        assert "chat" not in vars(client)  # the openai client makes it on first use
-        backend.prepare()
-        assert "chat" in vars(client) and "completions" in vars(client.chat)
-    finally:
-        await pool.aclose()

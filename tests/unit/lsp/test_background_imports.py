@@ -4,15 +4,22 @@ history right away) never import the engine's package tree in two threads togeth
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import importlib.util
+import json
+import subprocess
 import sys
+import textwrap
 import threading
 import time
 import types
+from pathlib import Path
 
 import pytest
 
 from agentls import import_gc
+from agentls.lsp import runs
 from agentls.lsp.server import AgentLanguageServer
 
 
@@ -49,3 +56,40 @@ async def test_a_module_already_imported_is_answered_at_once(
 
     monkeypatch.setattr(import_gc, "import_module", no_import)
     assert await AgentLanguageServer()._imported("json") is sys.modules["json"]
+
+
+def _imported_inside_functions(source: str) -> set[str]:
+    """The modules a file imports inside its functions (``from package import module``
+    counts as the module)."""
+    found: set[str] = set()
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module)
+                spec = importlib.util.find_spec(node.module)
+                if spec is not None and spec.submodule_search_locations is not None:
+                    found.update(f"{node.module}.{alias.name}" for alias in node.names
+                                 if importlib.util.find_spec(f"{node.module}.{alias.name}"))
+    return found
+
+
+def test_the_start_up_work_imports_every_module_a_run_imports_on_first_use() -> None:
+    """runs.py imports some modules inside its methods; the server's start-up work imports
+    the engine and ``RUN_IMPORTS``, so a first chat imports none of them on the event loop.
+    Checked in a fresh interpreter against the imports written in runs.py's functions."""
+    wanted = sorted(_imported_inside_functions(Path(runs.__file__).read_text()))
+    assert "agentls.lsp.delivery" in wanted  # seen in `from agentls.lsp import delivery`
+    code = textwrap.dedent(f"""
+        import importlib, json, sys
+        import agentls.lsp.server, agentls.lsp.engine_host
+        from agentls.lsp.runs import RUN_IMPORTS
+        for name in RUN_IMPORTS:
+            importlib.import_module(name)
+        print(json.dumps([name for name in {wanted!r} if name not in sys.modules]))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
