@@ -20,7 +20,8 @@ Why a file beside ``state.db`` and not a table in it: the editor gathers the fac
 after start-up, before any request, and must not create the store (or ``.agentls/``) then;
 a JSON file is read without opening SQLite or migrating a schema, and it is written only
 where ``.agentls/`` already exists, under ``cache/``, which its ``.gitignore`` keeps out of
-git. Instructions (AGENTS.md, ...) are not stored: they are read fresh every time.
+git. Instructions (AGENTS.md, ...) are not stored: they are read fresh every time (where
+the nested ones are is kept by engine/nested_agents.py).
 """
 
 from __future__ import annotations

@@ -10,11 +10,11 @@ must not change between iterations) with their scope named, so the model applies
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentls.engine.file_text import IncludedFile, cut_bytes, read_inside
+from agentls.engine.nested_agents import nested_agents_files
 from agentls.tools.workspace import Workspace
 
 INSTRUCTION_FILES = ("AGENTS.md", ".agentls/instructions.md")
@@ -23,11 +23,6 @@ FALLBACK_FILES = ("CLAUDE.md", ".github/copilot-instructions.md")
 INSTRUCTIONS_CAP_BYTES = 32 * 1024
 # All instruction files together; nested ones beyond it are named, for the model to read.
 INSTRUCTIONS_TOTAL_CAP_BYTES = 64 * 1024
-NESTED_SCAN_LIMIT = 5_000  # folders looked at for nested AGENTS.md files
-_SKIPPED_FOLDERS = frozenset({
-    "node_modules", "__pycache__", ".git", "dist", "build", "coverage", ".venv", "venv",
-    ".tox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".next", ".cache", ".agentls",
-})
 
 
 @dataclass(frozen=True)
@@ -105,7 +100,7 @@ def load_instructions(ws: Workspace) -> Instructions:
     for root in ws.roots:
         names = list(INSTRUCTION_FILES)
         with ws.listing():
-            nested = _nested_agents_files(ws, root)
+            nested = nested_agents_files(ws, root)
         if not (root / "AGENTS.md").is_file():
             names[1:1] = FALLBACK_FILES
         for rel in [*names, *nested]:
@@ -124,36 +119,3 @@ def load_instructions(ws: Workspace) -> Instructions:
             total += len(text.encode())
             found.append(InstructionFile(shown, read.real, text, read.size, cut, scope))
     return Instructions(tuple(found), tuple(more))
-
-
-def _nested_agents_files(ws: Workspace, root: Path) -> list[str]:
-    """``AGENTS.md`` files in sub-folders (relative, shallow first), skipping ignored and
-    noise folders and linked ones; bounded so a huge repository does not slow a session's
-    start. Folders in the order ``os.walk`` would take them (depth first, by name)."""
-    found: list[str] = []
-    budget = NESTED_SCAN_LIMIT
-    top = str(root)  # real (Workspace.roots), and so is every folder reached below it
-    pending = [top]
-    while pending:
-        budget -= 1
-        if budget <= 0:
-            break
-        folder = pending.pop()
-        try:
-            with os.scandir(folder) as scan:
-                entries = list(scan)
-        except OSError:
-            continue
-        folders = []
-        for entry in entries:
-            try:
-                is_folder = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if is_folder:
-                if entry.name not in _SKIPPED_FOLDERS and ws.is_visible_entry(folder, entry):
-                    folders.append(entry.path)
-            elif entry.name == "AGENTS.md" and folder != top:
-                found.append(Path(entry.path).relative_to(root).as_posix())
-        pending += sorted(folders, reverse=True)
-    return sorted(found, key=lambda p: (p.count("/"), p))
