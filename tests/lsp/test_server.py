@@ -12,6 +12,7 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import client_capabilities
 
 from agentls.devtools.replay import ReplayServer
+from agentls.engine.sessions import SessionStore
 from tests.lsp.conftest import AgentClient, initialize, options_for
 
 
@@ -140,3 +141,41 @@ async def test_project_facts_are_gathered_after_start_up_and_again_when_files_ch
     assert result["text"] == "Seen."
     system = model.requests[-1].body["messages"][0]
     assert system["role"] == "system" and "added_after_start.py" in system["content"]
+
+
+async def start_up_done(client: AgentClient) -> list[str]:
+    """Waits for the end of the server's start-up work; answers its log messages."""
+    async def logged() -> None:
+        while not any("start-up work done in the background" in m.message
+                      for m in client.log_messages):
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(logged(), timeout=60)
+    return [m.message for m in client.log_messages]
+
+
+async def test_where_a_store_exists_the_start_up_work_rehearses_the_first_request(
+        bare_client: AgentClient, model: ReplayServer, project: Path) -> None:
+    SessionStore.for_workspace(project).close()  # as an earlier run left it
+    await initialize(bare_client, client_capabilities("visual-studio-code"), project,
+                     options_for(model))
+    messages = await start_up_done(bare_client)
+    assert any("engine prepared in the background" in m for m in messages), messages
+    assert model.requests == []  # the rehearsal is answered from memory
+
+    model.load({"steps": [{"reply": {"text": "Ready."}}]})
+    assert (await bare_client.chat("hello"))["text"] == "Ready."
+    assert len(model.requests) == 1
+
+
+async def test_a_chat_that_comes_first_is_not_raced_by_a_rehearsal(
+        bare_client: AgentClient, model: ReplayServer, project: Path) -> None:
+    SessionStore.for_workspace(project).close()
+    model.load({"steps": [{"reply": {"text": "First."}}]})
+    await initialize(bare_client, client_capabilities("visual-studio-code"), project,
+                     options_for(model))
+    result = await bare_client.chat("hello")  # sent as soon as initialize is answered
+    messages = await start_up_done(bare_client)
+    assert result["text"] == "First."
+    assert any("no rehearsal: a chat already started" in m for m in messages), messages
+    assert len(model.requests) == 1

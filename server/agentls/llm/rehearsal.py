@@ -8,9 +8,10 @@ starts the server well before anyone chats, so the server rehearses in its start
 (lsp/server.py, through ``Agent.prepare``), in a thread.
 
 The rehearsal is a streamed request through the same code as a real one, made by a stand-in
-of the backend (same configuration) whose HTTP client answers from memory with a canned
-stream: text, a tool call, usage. Nothing is sent anywhere, and the backend's own client and
-connection pool are left untouched.
+of the backend (same configuration, but the address ``URL``) whose HTTP client answers from
+memory with a canned stream: text, a tool call, usage. Nothing is sent anywhere, and the
+backend's own client and connection pool are left untouched. The server skips it once a chat
+has started: that chat's own request does the same first-time work.
 """
 
 from __future__ import annotations
@@ -26,13 +27,17 @@ from agentls.llm.retry import RetryPolicy
 
 TOOL = "rehearsal"
 TEXT = "ok"
+URL = "http://agentls-rehearsal.invalid/v1"  # answered from memory: .invalid never resolves
 
 
 def rehearse(backend: OpenAICompatBackend) -> None:
     """Rehearse ``backend``'s first request. Blocks (~20 ms the first time): call it in a
     thread, never on an event loop. Raises if the canned answer is not read back as sent."""
+    # Its own address, so that a log line of the rehearsal (httpx logs every request) is
+    # never taken for a request to the model server.
+    config = backend.config.model_copy(update={"base_url": URL})
     stand_in = OpenAICompatBackend(
-        backend.name, backend.config, api_key=None, retry=RetryPolicy(max_retries=0),
+        backend.name, config, api_key=None, retry=RetryPolicy(max_retries=0),
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(_answer),
                                        trust_env=False))
     request = ChatRequest(messages=[Message("user", "rehearsal")],

@@ -77,6 +77,7 @@ class RunManager:
         self.rate = ChatRateLimiter(settings.chat_requests_per_minute,
                                     max_waiting=settings.chat_queue_limit)
         self._active: dict[str, _Active] = {}
+        self.requested = 0  # runs asked for since the server started
 
     def configure(self, settings: LspSettings) -> None:
         self.queue.limit = settings.chat_queue_limit
@@ -118,6 +119,7 @@ class RunManager:
         from agentls.lsp.frontend import LspFrontend
         from agentls.lsp.progress import RunProgress
 
+        self.requested += 1
         host = await self._ls.engine()
         session_id = self._session(host, request)
         run_id = host.agent.new_run_id()

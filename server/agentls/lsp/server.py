@@ -316,6 +316,12 @@ class AgentLanguageServer(ServerContext):
         started = time.perf_counter()
         try:
             host = await self.engine()
+            if self.runs.requested:
+                # A chat came first: its own request does the first-time work; a rehearsal
+                # now would only compete with it for the interpreter.
+                log.info("engine opened in the background (%.0f ms); no rehearsal: a chat "
+                         "already started", (time.perf_counter() - started) * 1000)
+                return
             await self._importing(host.agent.prepare)
         except Exception as exc:  # the first chat reports it to the person, with what to do
             log.warning("the engine was not prepared ahead of the first chat: %s", exc)

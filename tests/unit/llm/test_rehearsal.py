@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import subprocess
 import sys
 import textwrap
@@ -72,3 +73,17 @@ async def test_an_answer_not_read_back_as_sent_is_an_error(
             await asyncio.to_thread(rehearsal.rehearse, pool.get())  # as the server does
     finally:
         await pool.aclose()
+
+
+async def test_its_log_lines_name_its_own_address(caplog: pytest.LogCaptureFixture) -> None:
+    """httpx logs every request; the rehearsal's must not read as one to the model server."""
+    pool = BackendPool(Settings(backend="ollama"))
+    try:
+        backend = pool.get()
+        with caplog.at_level(logging.INFO, logger="httpx2"):
+            await asyncio.to_thread(rehearsal.rehearse, backend)
+    finally:
+        await pool.aclose()
+    requests = [r.getMessage() for r in caplog.records if "HTTP Request" in r.getMessage()]
+    assert requests and all(rehearsal.URL in line for line in requests), requests
+    assert not any(backend.config.base_url in line for line in requests)
