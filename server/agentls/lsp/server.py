@@ -237,7 +237,7 @@ class AgentLanguageServer(ServerContext):
                                           "in the editor, then try again.")
                     # Importing the engine (openai, pydantic models) and opening the store
                     # take a while: not on the event loop.
-                    module = await self._imported("agentls.lsp.engine_host")
+                    module = await self._engine_module()
                     contexts = await self._project_contexts()
                     try:
                         self._engine = await asyncio.to_thread(module.EngineHost,
@@ -250,6 +250,15 @@ class AgentLanguageServer(ServerContext):
                             "try again.") from None
         assert self._engine is not None
         return self._engine
+
+    async def _engine_module(self) -> ModuleType:
+        """``agentls.lsp.engine_host``, imported in a thread, with the model client's TLS
+        context being built meanwhile (``tls.start``: OpenSSL reads the CA store without the
+        GIL). Whoever needs the engine first, the start-up work or a chat that came before
+        it, starts both: else the first backend would build the context on the event loop
+        (~15 ms during which nothing is read or answered)."""
+        await self._importing(tls.start)
+        return await self._imported("agentls.lsp.engine_host")
 
     async def _imported(self, name: str) -> ModuleType:
         """``name``, imported in a thread (not on the event loop). These imports run one at a
@@ -290,10 +299,8 @@ class AgentLanguageServer(ServerContext):
         started = time.perf_counter()
         contexts = await self._project_contexts()
         # Imported now, in a thread, while nobody waits: the engine's heaviest imports
-        # (openai), so the first chat does not pay for them; the model client's TLS context
-        # is built meanwhile (OpenSSL reads the CA store without the GIL).
-        await self._importing(tls.start)
-        await self._imported("agentls.lsp.engine_host")
+        # (openai), so the first chat does not pay for them.
+        await self._engine_module()
         for name in RUN_IMPORTS:
             await self._imported(name)
         gathering = time.perf_counter()

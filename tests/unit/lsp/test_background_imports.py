@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from agentls import import_gc
+from agentls.llm import tls
 from agentls.lsp import runs
 from agentls.lsp.server import AgentLanguageServer
 
@@ -93,3 +94,16 @@ def test_the_start_up_work_imports_every_module_a_run_imports_on_first_use() -> 
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+async def test_who_needs_the_engine_first_also_starts_the_tls_context(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chat that comes before the start-up work imports the engine itself; it must start
+    the TLS context's build too, else the first backend builds it on the event loop."""
+    monkeypatch.setattr(tls, "_building", None)
+    monkeypatch.setattr(tls, "_context", None)
+    await AgentLanguageServer()._engine_module()
+    building = tls._building
+    assert building is not None and building.name == "agentls-tls"
+    building.join()
+    assert tls._context is not None
