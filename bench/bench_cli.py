@@ -199,6 +199,14 @@ def _run_figures(folder: Path) -> list[Figure]:
                     "request at the model (the floor under the figure above; python -c "
                     f"'import agentls' as baseline; {bare - floor:.0f} ms over it)", bare,
                     "ms", floor))
+                # The goal above is absolute, and moves with the machine's speed (+18 % from
+                # one hour to another here, for the bare script as for `agentls run`); the
+                # ratio to the bare script's time barely does: the steadier watch.
+                figures.append(Figure(
+                    f"`agentls run` on {size:,} files: spawn to the first request, the bare "
+                    f"script's time as baseline ({first - bare:.0f} ms more: AgentLS's own "
+                    "imports, settings, session store, project facts, request)", first, "ms",
+                    bare))
             figures.append(Figure(
                 f"`agentls run` on {size:,} files: time to first edit (spawn to exit with the "
                 "edit written, instant scripted model)", total, "ms", floor))
