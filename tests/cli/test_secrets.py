@@ -56,7 +56,9 @@ def _assert_nowhere(texts: dict[str, str], roots: list[Path], planted: Path) -> 
 def test_the_key_reaches_no_cli_output_and_no_file(server: ReplayServer, tmp_path: Path) -> None:
     server.load(_script())
     root = _project(tmp_path)
-    env = {**scripted_env(server), "AGENTLS_CACHE__ENABLED": "true"}
+    # Agent runs are answered from the cache (and write it) only with cache.agent_runs.
+    env = {**scripted_env(server), "AGENTLS_CACHE__ENABLED": "true",
+           "AGENTLS_CACHE__AGENT_RUNS": "true"}
     echoed = agentls("run", "--artifacts", "-v", "show me notes.txt", env=env, cwd=root)
     as_json = agentls("run", "--json", "--no-cache", "show me notes.txt", env=env, cwd=root)
     refused = agentls("run", "please fail", env=env, cwd=root)
@@ -76,7 +78,9 @@ def test_the_key_reaches_no_lsp_message_and_no_log(server: ReplayServer, tmp_pat
     server.load(_script())
     root = _project(tmp_path)
     log = tmp_path / "serve.log"
-    env = {**scripted_env(server), "AGENTLS_CACHE__ENABLED": "true"}
+    # Agent runs are answered from the cache (and write it) only with cache.agent_runs.
+    env = {**scripted_env(server), "AGENTLS_CACHE__ENABLED": "true",
+           "AGENTLS_CACHE__AGENT_RUNS": "true"}
     client = RawClient(root, env, args=("-vv", "--log-file", str(log)))
     try:
         client.request("initialize", {"processId": None, "rootUri": root.as_uri(),

@@ -126,3 +126,9 @@ def test_agentls_run_imports_the_search_index_only_when_it_searches() -> None:
     printed = printed_after_run_imports(
         "sorted(m for m in sys.modules if m.startswith('agentls.tools.semantic.'))")
     assert printed == "[]"
+
+
+def test_agentls_run_imports_the_response_cache_only_when_it_is_consulted() -> None:
+    # An agent run is not answered from the cache by default (cache.agent_runs): diskcache
+    # is imported, and the cache opened, by the first request that may be (llm/pool.py).
+    assert printed_after_run_imports("'diskcache' in sys.modules") == "False"

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import diskcache
-
 from agentls.llm.messages import ChatRequest, ChatResponse, canonical_json
 from agentls.redaction import redact_data
 
@@ -28,8 +26,6 @@ log = logging.getLogger(__name__)
 
 _HITS = "agentls:stats:hits"
 _MISSES = "agentls:stats:misses"
-# What a damaged, locked or unwritable cache folder raises from diskcache.
-_DISK_ERRORS = (sqlite3.Error, OSError, diskcache.Timeout)
 
 
 class CacheUnavailable(Exception):
@@ -96,11 +92,18 @@ class ResponseCache:
         max_mb: int = 256,
         memory_entries: int = 256,
     ) -> None:
+        # Imported here, not with the module (~7 ms): a run that never consults the cache
+        # (agent runs do not, unless cache.agent_runs) never opens it (llm/pool.py).
+        import diskcache
+
         self.directory = directory
         self.ttl_s = ttl_s
+        # What a damaged, locked or unwritable cache folder raises from diskcache.
+        self._errors: tuple[type[BaseException], ...] = (sqlite3.Error, OSError,
+                                                         diskcache.Timeout)
         try:
             self._disk = diskcache.Cache(str(directory), size_limit=max_mb * 1024 * 1024)
-        except _DISK_ERRORS as exc:
+        except self._errors as exc:
             raise CacheUnavailable(directory, exc) from None
         self._disk_failed = False  # after the first disk error only the memory level serves
         self._memory: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
@@ -121,7 +124,7 @@ class ResponseCache:
         if not self._disk_failed:
             try:
                 stored = self._disk.get(key, expire_time=True)
-            except _DISK_ERRORS as exc:
+            except self._errors as exc:
                 self._disk_error(exc)
         data, expires = stored if isinstance(stored, tuple) else (None, None)
         if data is None:
@@ -139,7 +142,7 @@ class ResponseCache:
         if not self._disk_failed:
             try:
                 self._disk.set(key, data, expire=self.ttl_s or None)
-            except _DISK_ERRORS as exc:
+            except self._errors as exc:
                 self._disk_error(exc)
         self._remember(key, data, time.time() + self.ttl_s if self.ttl_s else 0)
 
@@ -171,7 +174,7 @@ class ResponseCache:
                 if count:
                     self._disk.incr(name, count, default=0)
                     self._pending[name] = 0
-        except _DISK_ERRORS as exc:
+        except self._errors as exc:
             self._disk_error(exc)
 
     def stats(self) -> CacheStats:
@@ -201,5 +204,5 @@ class ResponseCache:
 
     def close(self) -> None:
         self.flush_counts()
-        with contextlib.suppress(*_DISK_ERRORS):
+        with contextlib.suppress(*self._errors):
             self._disk.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -132,13 +132,18 @@ class OpenAICompatBackend:
         api_key: str | None,
         retry: RetryPolicy | None = None,
         cache: ResponseCache | None = None,
+        open_cache: Callable[[], ResponseCache | None] | None = None,
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
+        """``open_cache``, instead of ``cache``: opens the cache the first time a request may
+        be answered from it (agent runs are not, by default), so a run that never consults it
+        does not wait for it to open."""
         self.name = name
         self.config = config
         self.model = config.model
         self.retry = retry or RetryPolicy()
-        self.cache = cache
+        self._cache = cache
+        self._open_cache = open_cache
         self._has_key = api_key is not None
         self._client = openai.AsyncOpenAI(
             base_url=config.base_url,
@@ -148,6 +153,12 @@ class OpenAICompatBackend:
             # The client's own default, with the TLS context built once (llm/tls.py).
             http_client=http_client or openai.DefaultAsyncHttpxClient(verify=tls.context()),
         )
+
+    @property
+    def cache(self) -> ResponseCache | None:
+        if self._open_cache is not None:
+            self._cache, self._open_cache = self._open_cache(), None
+        return self._cache
 
     # --- requests -----------------------------------------------------------------------------
 
@@ -189,7 +200,7 @@ class OpenAICompatBackend:
         on_retry: RetryCallback | None = None,
         use_cache: bool = True,
     ) -> AsyncIterator[ChatChunk]:
-        key = self._cache_key(request) if self.cache and use_cache else None
+        key = self._cache_key(request) if use_cache and self.cache else None
         if key is not None and self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
@@ -256,7 +267,7 @@ class OpenAICompatBackend:
         on_retry: RetryCallback | None = None,
         use_cache: bool = True,
     ) -> ChatResponse:
-        key = self._cache_key(request) if self.cache and use_cache else None
+        key = self._cache_key(request) if use_cache and self.cache else None
         if key is not None and self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:

@@ -90,7 +90,7 @@ class BackendPool:
                 config,
                 api_key=api_key(config, self._env),
                 retry=self._retry,
-                cache=self.cache,
+                open_cache=lambda: self.cache,
             )
         return self._backends[name]
 

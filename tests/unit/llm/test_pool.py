@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from agentls.config import BackendConfig, Settings, user_cache_dir
+from agentls.devtools.replay import ReplayServer
 from agentls.llm.backend import BackendError
+from agentls.llm.messages import ChatRequest, Message
 from agentls.llm.pool import BackendPool
 
 
@@ -46,3 +48,28 @@ async def test_a_damaged_cache_is_skipped_with_a_warning(
     finally:
         await pool.aclose()
 
+
+
+async def test_the_cache_opens_only_when_a_request_may_be_answered_from_it(
+        server: ReplayServer) -> None:
+    """Agent runs are not answered from the cache (unless cache.agent_runs): their requests
+    must not open it either (diskcache's import and the SQLite file, before a first request
+    that does not need them). A request that may be answered from it opens it."""
+    server.load({"steps": [{"times": "*", "reply": {"text": "Hello"}}]})
+    settings = Settings(backend="scripted", backends={
+        "scripted": BackendConfig(base_url=server.base_url, model="scripted-model")})
+    folder = user_cache_dir() / "responses"
+    pool = BackendPool(settings)
+    try:
+        backend = pool.get()
+        request = ChatRequest([Message("user", "hi")])
+        assert [c.text async for c in backend.stream(request, use_cache=False)
+                if c.kind == "text"] == ["Hello"]
+        assert not folder.exists()
+        async for _ in backend.stream(request):
+            pass
+        assert folder.is_dir()
+        cached = [c async for c in backend.stream(request)]
+        assert all(c.cached for c in cached) and len(server.requests) == 2
+    finally:
+        await pool.aclose()
