@@ -18,7 +18,6 @@ from agentls.tools.workspace import Workspace
 from bench.harness import Figure, median_ms
 
 ROUNDS = 21
-PYTEST_ROUNDS = 21
 ADDED_GOAL_MS = 15.0
 
 
@@ -77,9 +76,9 @@ async def _command_figures() -> list[Figure]:
         # and fail by turns.
         command = (f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {sys.executable} -m pytest -q "
                    "-p no:cacheprovider")
-        value, base, added = await _pair(ws, command, PYTEST_ROUNDS)
+        value, base, added = await _pair(ws, command, ROUNDS)
         figures.append(Figure(f"shell_exec `pytest -q` (5 tests, no plugin autoload) "
-                              f"sandboxed vs bare (median of {PYTEST_ROUNDS}; {added:.1f} ms "
+                              f"sandboxed vs bare (median of {ROUNDS}; {added:.1f} ms "
                               "added, median of the paired differences)", value, "ms", base,
                               f"<= {ADDED_GOAL_MS:g} ms added", added <= ADDED_GOAL_MS))
     return figures
