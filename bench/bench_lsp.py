@@ -388,7 +388,7 @@ started = time.perf_counter()
 with imports_without_gc():
     from agentls.llm import tls
     tls.start()
-    import agentls.engine.context_cache, agentls.lsp.engine_host
+    import agentls.engine.context_cache, agentls.engine.host
     import openai
     openai.AsyncOpenAI(api_key="x").chat.completions
 print((time.perf_counter() - started) * 1000)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from agentls.config import Settings
-    from agentls.lsp.engine_host import EngineHost
+    from agentls.engine.host import EngineHost
     from agentls.lsp.resolved_settings import ResolvedSettings
     from agentls.lsp.turn import Turn, TurnRequest
     from agentls.tools.workspace import Workspace

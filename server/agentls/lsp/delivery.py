@@ -29,6 +29,13 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
+from agentls.engine.review_notes import (  # re-exported: runs.py reads them here
+    CANCELLED_NOTE as CANCELLED_NOTE,
+)
+from agentls.engine.review_notes import add_notes
+from agentls.engine.review_notes import pending_notes as pending_notes
+from agentls.engine.review_notes import record_withdrawn as record_withdrawn
+from agentls.engine.review_notes import set_notes as set_notes
 from agentls.lsp import documents
 from agentls.lsp.edits import WorkspaceEditPlan, plan_workspace_edit
 from agentls.lsp.turn import Delivery
@@ -40,44 +47,6 @@ if TYPE_CHECKING:
     from agentls.lsp.context import ServerContext
     from agentls.lsp.frontend import LspFrontend
     from agentls.tools.workspace import Workspace
-
-NOTES_KEY = "pending_notes"
-CANCELLED_NOTE = ("none of your changes from the last turn were applied: the person "
-                  "cancelled the run before they were shown, so the files are as they were")
-
-
-# --- notes for the next turn -----------------------------------------------------------------
-
-
-def pending_notes(store: SessionStore, session_id: str) -> list[str]:
-    session = store.get_session(session_id)
-    notes = session.metadata.get(NOTES_KEY) if session is not None else None
-    return [str(n) for n in notes] if isinstance(notes, list) else []
-
-
-def set_notes(store: SessionStore, session_id: str, notes: Sequence[str]) -> None:
-    store.set_session_metadata(session_id, **{NOTES_KEY: list(notes)})
-
-
-def add_notes(store: SessionStore, session_id: str, notes: Iterable[str]) -> None:
-    new = list(notes)
-    if new:
-        set_notes(store, session_id, pending_notes(store, session_id) + new)
-
-
-# --- checks and the edit ---------------------------------------------------------------------
-
-
-def record_withdrawn(store: SessionStore, session_id: str, changeset: ChangeSet,
-                     actions_message_id: int | None = None) -> None:
-    """A cancelled run's changes were never sent: the model must not think them applied."""
-    if changeset.is_empty():
-        return
-    if actions_message_id is not None:
-        store.update_metadata(actions_message_id, applied=False,
-                              failure_reason="cancelled before it was sent")
-    add_notes(store, session_id, [CANCELLED_NOTE])
-
 
 def label_for(files: int) -> str:
     return f"AgentLS: {files} file{'' if files == 1 else 's'} changed"

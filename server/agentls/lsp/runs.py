@@ -38,8 +38,8 @@ from agentls.lsp.rate_limit import ChatRateLimiter, RateLimitFull
 from agentls.lsp.turn import Turn, TurnRequest
 
 if TYPE_CHECKING:
+    from agentls.engine.host import EngineHost
     from agentls.lsp.context import ServerContext
-    from agentls.lsp.engine_host import EngineHost
     from agentls.lsp.frontend import LspFrontend
     from agentls.lsp.resolved_settings import LspSettings
 

@@ -49,7 +49,7 @@ from agentls.redaction import redact_data
 if TYPE_CHECKING:
     from agentls.config import Settings
     from agentls.engine.context_cache import ProjectContextCache
-    from agentls.lsp.engine_host import EngineHost
+    from agentls.engine.host import EngineHost
     from agentls.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -252,13 +252,13 @@ class AgentLanguageServer(ServerContext):
         return self._engine
 
     async def _engine_module(self) -> ModuleType:
-        """``agentls.lsp.engine_host``, imported in a thread, with the model client's TLS
+        """``agentls.engine.host``, imported in a thread, with the model client's TLS
         context being built meanwhile (``tls.start``: OpenSSL reads the CA store without the
         GIL). Whoever needs the engine first, the start-up work or a chat that came before
         it, starts both: else the first backend would build the context on the event loop
         (~15 ms during which nothing is read or answered)."""
         await self._importing(tls.start)
-        return await self._imported("agentls.lsp.engine_host")
+        return await self._imported("agentls.engine.host")
 
     async def _imported(self, name: str) -> ModuleType:
         """``name``, imported in a thread (not on the event loop). These imports run one at a

@@ -84,7 +84,7 @@ def test_the_start_up_work_imports_every_module_a_run_imports_on_first_use() -> 
     assert "agentls.lsp.delivery" in wanted  # seen in `from agentls.lsp import delivery`
     code = textwrap.dedent(f"""
         import importlib, json, sys
-        import agentls.lsp.server, agentls.lsp.engine_host
+        import agentls.lsp.server, agentls.engine.host
         from agentls.lsp.runs import RUN_IMPORTS
         for name in RUN_IMPORTS:
             importlib.import_module(name)

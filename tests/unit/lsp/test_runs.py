@@ -16,8 +16,8 @@ from pytest_lsp import client_capabilities
 from tests.engine.conftest import settings_for
 
 from agentls.devtools.replay import ReplayServer
+from agentls.engine.host import EngineHost
 from agentls.lsp.delivery import CANCELLED_NOTE, pending_notes
-from agentls.lsp.engine_host import EngineHost
 from agentls.lsp.resolved_settings import LspSettings
 from agentls.lsp.runs import RunManager
 from agentls.lsp.turn import TurnRequest

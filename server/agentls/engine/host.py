@@ -1,4 +1,5 @@
-"""The engine behind the server: one Agent, its session store and its backend pool.
+"""The engine behind a front door (the LSP server, the ACP agent): one Agent, its session
+store and its backend pool. Front-ends are siblings (DESIGN.md decision 14), so it lives here.
 
 Built on the first request that needs a model (importing the engine pulls in ``openai``, and
 the store opens ``.agentls/state.db``), never at start-up. The store is the workspace's
