@@ -97,10 +97,13 @@ def _start_up_figures(home: Path) -> list[Figure]:
                   ["config", "list", "--json"]):
         value, floor = _over_floor([*AGENTLS, *words], FLOOR, env)
         over = value - floor
+        # get and list read the TOML layers and the generated defaults table (config_view):
+        # issue 27 re-based their goal to 100 ms over the floor.
+        limit = 100 if words[0] == "config" and words[1] in ("get", "list") else 150
         figures.append(Figure(
             f"`agentls {' '.join(words)}` spawn to exit (python -c pass as baseline; "
-            f"{over:.0f} ms over it)", value, "ms", floor, "<= 150 ms over baseline",
-            over <= 150))
+            f"{over:.0f} ms over it)", value, "ms", floor, f"<= {limit} ms over baseline",
+            over <= limit))
     return figures
 
 

@@ -134,7 +134,7 @@ _PERMISSION_RANK = {"allow": 0, "ask": 1, "deny": 2}
 
 def _rank(table: Mapping[str, int]) -> Callable[[Any, Any], bool]:
     def stricter(new: Any, old: Any) -> bool:
-        return new in table and table[new] >= table.get(old, 0)
+        return isinstance(new, str) and new in table and table[new] >= table.get(old, 0)
     return stricter
 
 
@@ -219,7 +219,7 @@ def screen(project: Mapping[str, Any], below: Mapping[str, Any]) -> Screened:
     left_out: list[str] = []
     for key, value in _leaves(project):
         rule = _rule(key)
-        if rule is not None and not rule(value, _below(below, key)):
+        if rule is not None and not _holds(rule, value, _below(below, key)):
             left_out.append(key)
             continue
         node = kept
@@ -228,6 +228,13 @@ def screen(project: Mapping[str, Any], below: Mapping[str, Any]) -> Screened:
             node = node.setdefault(part, {})
         node[last] = value
     return Screened(kept, left_out)
+
+
+def _holds(rule: Callable[[Any, Any], bool], new: Any, old: Any) -> bool:
+    try:
+        return rule(new, old)
+    except TypeError:  # a value of the wrong kind ([] for a permission): left out, and named
+        return False
 
 
 def notice(config_file: Path, left_out: list[str], why: str) -> str:

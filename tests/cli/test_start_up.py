@@ -8,6 +8,7 @@ import importlib
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -47,6 +48,20 @@ def test_help_and_version_import_nothing_heavy(argv: list[str]) -> None:
 @pytest.mark.parametrize("action", [["path"], ["reset"]])
 def test_config_path_and_reset_import_nothing_heavy(action: list[str], tmp_path: object) -> None:
     """They only touch files (config_files): no pydantic, no settings models."""
+    code = (f"import os; os.environ['XDG_CONFIG_HOME'] = {str(tmp_path)!r}\n"
+            "from agentls.cli.main import main; main()")
+    assert imported_after(code, "config", *action) == set()
+
+
+@pytest.mark.parametrize("action", [["get", "backend"], ["list", "--json"],
+                                    ["get", "backends.work.model"]])
+def test_config_reads_import_no_settings_models(action: list[str], tmp_path: Path) -> None:
+    """get and list answer from the TOML layers and the generated defaults table
+    (config_view): pydantic and the settings models are only for writes and odd values."""
+    user = tmp_path / "agentls" / "config.toml"
+    user.parent.mkdir()
+    user.write_text('backend = "work"\n[backends.work]\nbase_url = "http://localhost:9/v1"\n'
+                    'model = "m"\n[cache]\nttl_s = 60\n')
     code = (f"import os; os.environ['XDG_CONFIG_HOME'] = {str(tmp_path)!r}\n"
             "from agentls.cli.main import main; main()")
     assert imported_after(code, "config", *action) == set()

@@ -13,6 +13,7 @@ from agentls.cli import exitcodes
 
 if TYPE_CHECKING:
     from agentls import config
+    from agentls.config_view import SettingsView as Reading
 
 
 def _show(value: Any) -> str:
@@ -23,11 +24,7 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def _effective(loaded: config.LoadedSettings) -> dict[str, Any]:
-    return config_files.flatten(loaded.settings.model_dump(mode="json"))
-
-
-def _say_notices(loaded: config.LoadedSettings) -> None:
+def _say_notices(loaded: Reading | config.LoadedSettings) -> None:
     for notice in loaded.notices:
         print(f"agentls config: warning: {notice}", file=sys.stderr)
 
@@ -58,9 +55,9 @@ def _run(args: argparse.Namespace, workspace: Path) -> int:
         else:
             print(f"moved {target} to {backup}; the defaults apply now")
         return exitcodes.OK
-    from agentls import config
-
     if args.action == "set":
+        from agentls import config
+
         config.parse_value(args.key, args.value)  # bad keys and values touch no file
         if args.workspace:
             if not workspace.is_dir():
@@ -85,15 +82,14 @@ def _run(args: argparse.Namespace, workspace: Path) -> int:
             _say_notices(config.load(workspace))
         return exitcodes.OK
 
-    loaded = config.load(workspace)
-    _say_notices(loaded)
-    values = _effective(loaded)
+    reading = _reading(workspace, args.key if args.action == "get" else None)
+    _say_notices(reading)
+    values = config_files.flatten(reading.values)
     if args.action == "get":
-        config.key_info(args.key)
         try:
-            value = config.get_dotted(loaded.settings.model_dump(mode="json"), args.key)
+            value = config_files.get_dotted(reading.values, args.key)
         except KeyError:
-            print(f"agentls config: {args.key} is not set. {_unset_hint(args.key, loaded)}",
+            print(f"agentls config: {args.key} is not set. {_unset_hint(args.key, reading)}",
                   file=sys.stderr)
             return exitcodes.CONFIG_ERROR
         print(json.dumps(value) if isinstance(value, dict) else _show(value))
@@ -101,16 +97,33 @@ def _run(args: argparse.Namespace, workspace: Path) -> int:
     if args.action == "list":
         if args.json:
             print(json.dumps(
-                {k: {"value": v, "source": loaded.source_of(k)} for k, v in values.items()},
+                {k: {"value": v, "source": reading.source_of(k)} for k, v in values.items()},
                 indent=2,
             ))
             return exitcodes.OK
-        _print_settings(values, loaded)
+        _print_settings(values, reading)
         return exitcodes.OK
     raise AssertionError(args.action)
 
 
-def _print_settings(values: dict[str, Any], loaded: config.LoadedSettings) -> None:
+def _reading(workspace: Path, key: str | None) -> Reading:
+    """The settings to show: read without pydantic where the generated table can judge them
+    (config_view), else loaded and validated in full, with the full check's error messages."""
+    from agentls import config_view
+
+    view = config_view.read(workspace)
+    if view is not None and (key is None or config_view.is_known_key(key)):
+        return view
+    from agentls import config
+
+    loaded = config.load(workspace)
+    if key is not None:
+        config.key_info(key)  # an unknown key: the error names the nearest valid one
+    return config_view.SettingsView(loaded.settings.model_dump(mode="json"), loaded.layers,
+                                    loaded.notices)
+
+
+def _print_settings(values: dict[str, Any], loaded: Reading) -> None:
     from rich.text import Text
 
     from agentls.cli.tables import new_table, table_console
@@ -125,15 +138,14 @@ def _print_settings(values: dict[str, Any], loaded: config.LoadedSettings) -> No
     table_console().print(table)
 
 
-def _unset_hint(key: str, loaded: config.LoadedSettings) -> str:
+def _unset_hint(key: str, loaded: Reading) -> str:
     """What to do about a per-name key (backends.<name>.*, permissions.tools.<name>) with no
     value."""
-    settings = loaded.settings
     if key.startswith("backends."):
         name = key.split(".")[1]
-        names = ", ".join(sorted(settings.backends))
+        names = ", ".join(sorted(loaded.values["backends"]))
         return (f"No backend named {name!r} is configured (configured: {names}); add it with "
                 f"`agentls config set backends.{name}.base_url URL`.")
     return (f"A tool without its own entry gets permissions.default "
-            f"({settings.permissions.default}); set one with "
+            f"({loaded.values['permissions']['default']}); set one with "
             f"`agentls config set {key} allow|ask|deny`.")

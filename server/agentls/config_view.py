@@ -1,0 +1,259 @@
+"""The effective settings for reading (``agentls config get|list``), without pydantic.
+
+The same layers as ``config.load`` (defaults, user file, trusted-screened workspace file,
+environment) merged the same way, then checked against the generated table of defaults and
+key shapes (``config_defaults``). Whatever that table cannot judge on its own (a key with a
+validator of its own, a value pydantic would have to coerce, a stale table) returns ``None``,
+and the caller reads through ``config.load``, which validates and words the errors. So a read
+answers exactly as the full check would, only sooner; writes always validate fully.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentls import config_defaults, workspace_trust
+from agentls.config_files import (
+    Layer,
+    deep_merge,
+    get_dotted,
+    read_config_file,
+    set_dotted,
+    user_config_file,
+    workspace_config_file,
+)
+
+# config_defaults.SOURCE_HASH is the hash of these, in this order (devtools/config_table.py).
+_SOURCES = ("config_models.py", "permission_policy.py", "sandbox_settings.py")
+
+
+class _Unjudged(Exception):
+    """Something only the full check (pydantic) can decide."""
+
+
+@dataclass
+class SettingsView:
+    """What ``config.LoadedSettings`` offers a reader: the values as ``model_dump(mode="json")``
+    would give them, where each came from, and the warnings for the person."""
+
+    values: dict[str, Any]
+    layers: list[Layer]
+    notices: list[str] = field(default_factory=list)
+
+    def source_of(self, key: str) -> str:
+        for layer in reversed(self.layers):
+            try:
+                get_dotted(layer.data, key)
+            except KeyError:
+                continue
+            return layer.name
+        return "default"
+
+
+def table_is_current() -> bool:
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    try:
+        for name in _SOURCES:
+            digest.update((package / name).read_bytes())
+    except OSError:
+        return False
+    return digest.hexdigest() == config_defaults.SOURCE_HASH
+
+
+def _matching(key: str, known: list[str]) -> str | None:
+    """The entry of ``known`` that names ``key``, ``<name>`` standing for any name."""
+    if key in known:
+        return key
+    parts = key.split(".")
+    for entry in known:
+        pattern = entry.split(".")
+        if len(pattern) == len(parts) and all(
+                p == w or p == "<name>" for p, w in zip(pattern, parts, strict=True)):
+            return entry
+    return None
+
+
+def shape_of(key: str) -> dict[str, Any] | None:
+    """The shape of a dotted key, ``<name>`` standing for any name the person picks."""
+    entry = _matching(key, list(config_defaults.SHAPES))
+    return None if entry is None else config_defaults.SHAPES[entry]
+
+
+def is_known_key(key: str) -> bool:
+    """Whether ``agentls config get|set`` takes ``key`` (as ``config_keys.key_info`` does)."""
+    return _matching(key, config_defaults.KEYS) is not None
+
+
+def read(workspace: Path | None, env: Mapping[str, str] | None = None) -> SettingsView | None:
+    """The effective settings, or ``None`` when only ``config.load`` can decide them.
+    A config file that is not valid TOML raises ``ConfigError`` as ``config.load`` does."""
+    if not table_is_current():
+        return None
+    environ = os.environ if env is None else env
+    defaults = copy.deepcopy(config_defaults.DEFAULTS)
+    layers = [Layer("default", defaults)]
+    user_file = user_config_file()
+    layers.append(Layer(f"user ({user_file})", read_config_file(user_file)))
+    notices: list[str] = []
+    if workspace is not None:
+        ws_file = workspace_config_file(workspace)
+        ws_data = read_config_file(ws_file)
+        if ws_data:
+            trust = workspace_trust.state(workspace, ws_file, env=environ)
+            if not trust.trusted:
+                try:
+                    screened = workspace_trust.screen(ws_data, deep_merge(defaults,
+                                                                          layers[1].data))
+                except (TypeError, AttributeError, ValueError):
+                    return None
+                ws_data = screened.data
+                if screened.left_out:
+                    notices.append(workspace_trust.notice(ws_file, screened.left_out, trust.why))
+        layers.append(Layer(f"workspace ({ws_file})", ws_data))
+    try:
+        layers.append(Layer("environment", _env_layer(environ)))
+        merged: dict[str, Any] = {}
+        for layer in layers:
+            if layer.name == "environment" and environ.get("AGENTLS_MODEL"):
+                active = str(layer.data.get("backend", merged.get("backend", "openai")))
+                set_dotted(layer.data, f"backends.{active}.model", environ["AGENTLS_MODEL"])
+            if not isinstance(layer.data, dict):
+                return None
+            merged = deep_merge(merged, layer.data)
+        values = _checked(merged)
+    except (_Unjudged, TypeError, AttributeError):
+        return None
+    return SettingsView(values, layers, notices)
+
+
+# --- the environment ---------------------------------------------------------------------------
+
+
+def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    single = {k.replace(".", "_").upper(): k for k in config_defaults.SHAPES if "<name>" not in k}
+    for name, raw in env.items():
+        if not name.startswith("AGENTLS_") or name == "AGENTLS_MODEL":
+            continue
+        suffix = name[len("AGENTLS_"):]
+        if "__" in suffix:
+            key = ".".join(part.lower() for part in suffix.split("__"))
+        elif suffix in single:
+            key = single[suffix]
+        else:
+            continue
+        shape = shape_of(key)
+        if shape is None:
+            raise _Unjudged(key)
+        set_dotted(data, key, _from_text(key, shape, raw))
+    if env.get("OPENAI_BASE_URL"):
+        set_dotted(data, "backends.openai.base_url", env["OPENAI_BASE_URL"])
+    return data
+
+
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)")
+_TRUE = {"1", "true", "yes", "on", "t", "y"}
+_FALSE = {"0", "false", "no", "off", "f", "n"}
+
+
+def _from_text(key: str, shape: dict[str, Any], raw: str) -> Any:
+    """A string from the environment as the value its key takes, where that is plain."""
+    text = raw.strip()
+    if shape.get("nullable") and text.lower() in ("none", "null"):
+        return None
+    kind = shape["type"]
+    if key.endswith(".base_url") or kind == "opaque":
+        raise _Unjudged(key)  # its own check, with its own words
+    if kind == "bool":
+        if text.lower() in _TRUE:
+            return True
+        if text.lower() in _FALSE:
+            return False
+        raise _Unjudged(key)
+    if kind == "int" and _INT.fullmatch(text):
+        return int(text)
+    if kind == "float" and _FLOAT.fullmatch(text):
+        return float(text)
+    if kind in ("int", "float"):
+        raise _Unjudged(key)
+    if kind == "list[str]":
+        if text.startswith("["):
+            raise _Unjudged(key)  # JSON arrays: let the full parser read them
+        return [item.strip() for item in raw.split(",") if item.strip()]
+    return raw  # str and choice: checked with the rest
+
+
+# --- checking the merged layers against the table ----------------------------------------------
+
+
+def _checked(merged: Mapping[str, Any]) -> dict[str, Any]:
+    values = _section(merged, config_defaults.DEFAULTS, "")
+    if values["backend"] not in values["backends"]:
+        raise _Unjudged("backend")  # the full check words this one
+    return values
+
+
+def _section(data: Mapping[str, Any], defaults: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    if not isinstance(data, Mapping) or set(data) - set(defaults):
+        raise _Unjudged(prefix)  # an unknown key: the full check names the nearest one
+    out: dict[str, Any] = {}
+    for name, default in defaults.items():
+        key = f"{prefix}{name}"
+        value = data.get(name, default)
+        named = config_defaults.NAMED_DEFAULTS.get(key)
+        if named is not None:
+            out[name] = {entry: _section(fields, deep_merge(named, default.get(entry, {})),
+                                         f"{key}.<name>.") if isinstance(fields, Mapping)
+                         else _raise(key)
+                         for entry, fields in value.items()}
+        elif key in config_defaults.SHAPES or value == default:
+            out[name] = default if value == default else _leaf(key, value)
+        elif isinstance(default, dict):
+            out[name] = _section(value, default, f"{key}.")
+        else:
+            raise _Unjudged(key)
+    return out
+
+
+def _raise(key: str) -> Any:
+    raise _Unjudged(key)
+
+
+def _leaf(key: str, value: Any) -> Any:
+    shape = config_defaults.SHAPES[key]
+    kind = shape["type"]
+    if value is None:
+        if shape.get("nullable"):
+            return None
+        raise _Unjudged(key)
+    if kind == "bool" and type(value) is bool:
+        return value
+    if kind == "str" and isinstance(value, str):
+        return value
+    if kind == "choice" and isinstance(value, str) and value in shape["choices"]:
+        return value
+    if kind == "list[str]" and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    if kind == "int" and type(value) is int:
+        return _bounded(key, shape, value)
+    if kind == "float" and type(value) in (int, float) and math.isfinite(value):
+        return _bounded(key, shape, float(value))
+    raise _Unjudged(key)
+
+
+def _bounded(key: str, shape: Mapping[str, Any], value: float) -> Any:
+    ok = (value > shape.get("gt", -math.inf) and value >= shape.get("ge", -math.inf)
+          and value < shape.get("lt", math.inf) and value <= shape.get("le", math.inf))
+    if not ok:
+        raise _Unjudged(key)
+    return value

@@ -1,0 +1,153 @@
+"""config_view reads settings without pydantic and must answer exactly as config.load does,
+or step aside (None) so config.load answers."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomli_w
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentls import config, config_defaults, config_view
+from agentls.config_files import set_dotted
+from agentls.devtools import config_table
+
+PACKAGE = Path(config_defaults.__file__).resolve().parent
+
+
+def test_the_generated_table_is_current() -> None:
+    expected = config_table.render(PACKAGE)
+    assert (PACKAGE / "config_defaults.py").read_text(encoding="utf-8") == expected, (
+        "agentls/config_defaults.py is stale: run `python -m agentls.devtools.config_table`")
+    assert config_view.table_is_current()
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    for name in list(os.environ):
+        if name.startswith("AGENTLS_") or name == "OPENAI_BASE_URL":
+            monkeypatch.delenv(name)
+    return tmp_path
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(tomli_w.dumps(data), encoding="utf-8")
+
+
+def _same(workspace: Path, env: dict[str, str]) -> config_view.SettingsView | None:
+    """config_view's answer, checked against config.load's when it gives one."""
+    try:
+        view = config_view.read(workspace, env=env)
+    except config.ConfigError as exc:
+        with pytest.raises(config.ConfigError) as full:
+            config.load(workspace, env=env)
+        assert str(full.value) == str(exc)
+        return None
+    if view is None:
+        return None
+    loaded = config.load(workspace, env=env)
+    assert view.values == loaded.settings.model_dump(mode="json")
+    assert list(config.flatten(view.values)) == list(
+        config.flatten(loaded.settings.model_dump(mode="json")))
+    for key in config.flatten(view.values):
+        assert view.source_of(key) == loaded.source_of(key), key
+    assert view.notices == loaded.notices
+    return view
+
+
+def test_the_common_cases_are_read_without_the_full_check(home: Path) -> None:
+    workspace = home / "project"
+    _write(config.user_config_file(), {
+        "backend": "work", "backends": {"work": {"base_url": "http://localhost:9/v1",
+                                                 "model": "m", "temperature": 1}},
+        "cache": {"ttl_s": 60}, "sandbox": {"env": ["LANG"]}})
+    _write(workspace / ".agentls" / "config.toml", {"max_iterations": 5,
+                                                    "permissions": {"default": "deny"}})
+    view = _same(workspace, {"AGENTLS_CACHE__ENABLED": "false", "AGENTLS_MODEL": "other",
+                             "AGENTLS_RETRY_MAX_RETRIES": "2"})
+    assert view is not None
+    assert view.values["backends"]["work"]["temperature"] == 1.0
+    assert view.values["backends"]["work"]["model"] == "other"
+    assert view.source_of("backends.work.model") == "environment"
+
+
+def test_an_untrusted_project_is_screened_as_the_full_check_does(home: Path) -> None:
+    workspace = home / "project"
+    _write(workspace / ".agentls" / "config.toml", {"sandbox": {"network": True},
+                                                    "max_iterations": 7})
+    view = _same(workspace, {})
+    assert view is not None and view.notices and not view.values["sandbox"]["network"]
+
+
+def test_what_the_table_cannot_judge_goes_to_the_full_check(home: Path) -> None:
+    workspace = home / "project"
+    for data in ({"backend": "missing"}, {"cache": {"ttl_s": -1}}, {"nope": 1},
+                 {"permissions": {"tools": {"read_file": "deny"}}},
+                 {"backends": {"openai": {"api_key_env": ""}}}):
+        _write(config.user_config_file(), data)
+        assert config_view.read(workspace, env={}) is None, data
+
+
+_NAMES = st.sampled_from(["openai", "ollama", "work"])
+_VALUES = st.one_of(
+    st.integers(-5, 200_000), st.floats(-1, 3, allow_nan=False), st.booleans(),
+    st.sampled_from(["openai", "work", "json", "marker", "deny", "allow", "ask", "auto",
+                     "required", "off", "static", "", "x"]),
+    st.lists(st.sampled_from(["git", "LANG", "a b"]), max_size=2))
+_TEXTS = st.sampled_from(["true", "no", "5", "-1", "0.5", "1e3", "none", "[\"a\"]", "a,b",
+                          " 7 ", "json", "deny", "1_000", "x"])
+
+
+def _fitting(key: str) -> st.SearchStrategy[Any]:
+    """Values that fit the key's shape, mostly inside its bounds."""
+    shape = config_view.shape_of(key) or {"type": "opaque"}
+    low = shape.get("ge", shape.get("gt", -3))
+    kinds: dict[str, st.SearchStrategy[Any]] = {
+        "bool": st.booleans(), "str": st.sampled_from(["openai", "work", "m", ""]),
+        "choice": st.sampled_from(shape.get("choices") or ["x"]),
+        "int": st.integers(int(low), int(shape.get("le", low + 500))),
+        "float": st.floats(float(low), float(shape.get("le", low + 50)), allow_nan=False),
+        "list[str]": st.lists(st.sampled_from(["git", "LANG"]), max_size=2),
+    }
+    return kinds.get(shape["type"], _VALUES)
+
+
+@st.composite
+def _layer(draw: st.DrawFn) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for key in draw(st.lists(st.sampled_from(config_defaults.KEYS), max_size=4)):
+        value = draw(st.one_of(_fitting(key), _fitting(key), _fitting(key), _VALUES))
+        set_dotted(data, key.replace("<name>", draw(_NAMES)), value)
+    return data
+
+
+@settings(max_examples=400, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(user=_layer(), project=_layer(),
+       env=st.dictionaries(st.sampled_from([
+           "AGENTLS_CACHE__TTL_S", "AGENTLS_CACHE_ENABLED", "AGENTLS_BACKEND",
+           "AGENTLS_BACKENDS__WORK__MODEL", "AGENTLS_BACKENDS__OPENAI__TEMPERATURE",
+           "AGENTLS_SANDBOX__ENV", "AGENTLS_MODEL", "AGENTLS_PERMISSIONS__DEFAULT",
+           "AGENTLS_RETRY__BASE_DELAY_S"]), _TEXTS, max_size=3))
+def test_any_layers_read_as_the_full_check_reads_them(
+        home: Path, user: dict[str, Any], project: dict[str, Any], env: dict[str, str]) -> None:
+    workspace = home / "project"
+    _write(config.user_config_file(), user)
+    _write(workspace / ".agentls" / "config.toml", project)
+    try:
+        config.load(workspace, env=env)
+    except config.ConfigError:
+        # An invalid configuration is never read past: the view steps aside or raises alike.
+        view = None
+        with contextlib.suppress(config.ConfigError):
+            view = config_view.read(workspace, env=env)
+        assert view is None
+        return
+    _same(workspace, env)
