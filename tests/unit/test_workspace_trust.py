@@ -153,3 +153,12 @@ def test_the_editor_gets_the_notice_and_a_trusting_editor_none(tmp_path: Path) -
     assert untrusted.problems == [] and "sandbox.mode" in untrusted.notices[0]
     trusted = resolve(root, {}, editor_trusted=True)
     assert trusted.settings.sandbox.mode == "off" and trusted.notices == []
+
+
+@pytest.mark.parametrize(("project", "left_out"), [
+    ({"permissions": {"tools": {"read_file": []}}}, ["permissions.tools.read_file"]),
+    ({"sandbox": {"memory_mb": "big", "env": 5}}, ["sandbox.memory_mb", "sandbox.env"])])
+def test_a_value_of_the_wrong_kind_is_left_out_and_named(project: dict[str, Any],
+                                                         left_out: list[str]) -> None:
+    screened = workspace_trust.screen(project, config.Settings().model_dump())
+    assert sorted(screened.left_out) == sorted(left_out)
