@@ -125,6 +125,7 @@ COMMAND_MODULES: dict[str, str] = {
     "index": "agentls.cli.index_cmd",
     "search": "agentls.cli.search_cmd",
     "trust": "agentls.cli.trust_cmd",
+    "acp": "agentls.cli.acp_cmd",
 }
 # Their one-line help in `agentls --help`, the same words as their own parser's `help=`
 # (a test keeps the two equal).
@@ -139,6 +140,8 @@ COMMAND_HELP: dict[str, str] = {
     "search": "find code by meaning in the workspace",
     "trust": "trust this project's .agentls/config.toml (its backend URL, sandbox and "
              "permissions)",
+    "acp": "run the agent over the Agent Client Protocol (stdio), for Zed, JetBrains, Emacs "
+           "and Neovim ACP clients",
 }
 
 

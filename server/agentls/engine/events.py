@@ -44,6 +44,7 @@ class ToolResultEvent(Event):
     name: str = ""
     ok: bool = True
     summary: str = ""
+    output: str = ""  # what a command printed, for front-ends that show it (ACP tool content)
     kind: EventKind = "toolResult"
 
 

@@ -263,6 +263,11 @@ class SessionStore:
         """Merge ``fields`` into the session's metadata; False when the session is gone."""
         return self._merge_metadata("sessions", session_id, fields)
 
+    def set_session_backend(self, session_id: str, backend: str, model: str) -> bool:
+        with self._write() as conn:  # for the session's next turns; False when it is gone
+            return conn.execute("UPDATE sessions SET backend = ?, model = ? WHERE id = ?",
+                                (backend, model, session_id)).rowcount > 0
+
     def delete_session(self, session_id: str) -> bool:
         """Delete a session with its messages and commands; False when there was none."""
         with self._write() as conn:

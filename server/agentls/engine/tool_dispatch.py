@@ -97,7 +97,8 @@ async def _call(call: ToolCall, toolbox: ToolBox, frontend: Frontend,
             run.commands.append((str(outcome.arguments.get("command", "")),
                                  exit_code if isinstance(exit_code, int) else None))
     frontend.on_event(ToolResultEvent(call_id=call.id, name=call.name, ok=outcome.ok,
-                                      summary=_summary(outcome.result)))
+                                      summary=_summary(outcome.result),
+                                      output=_output(outcome.result)))
     return outcome.text
 
 
@@ -141,6 +142,15 @@ def _arguments(call: ToolCall) -> dict[str, Any] | None:
 
 def _truncated(call: ToolCall) -> bool:
     return _arguments(call) is None
+
+
+def _output(result: dict[str, Any]) -> str:
+    """A command's output as a person reads it: stdout, stderr, then how it ended."""
+    if "stdout" not in result and "stderr" not in result:
+        return ""
+    parts = [str(result.get("stdout") or ""), str(result.get("stderr") or "")]
+    text = "\n".join(p.rstrip("\n") for p in parts if p)
+    return f"{text}\n[exit code {result.get('exit_code')}]".lstrip("\n")
 
 
 def _summary(result: dict[str, Any]) -> str:

@@ -50,6 +50,7 @@ class LspFrontend:
                 type=lsp.MessageType.Warning, message=f"AgentLS: {event.message}"))
         fields = event.to_dict()
         fields.pop("kind", None)
+        fields.pop("output", None)  # the chatEvent contract carries the summary only
         if isinstance(event, RetryEvent):
             fields["text"] = event.text
         self.emit(event.kind, **fields)

@@ -1,0 +1,402 @@
+"""AgentLS as an ACP agent: the handlers of ``acp.Agent`` on the shared engine host.
+
+One ``EngineHost`` per workspace folder (a session's ``cwd``), built on the first session
+there; its settings are that folder's (user config, the project's ``.agentls/config.toml``
+screened as for any editor that has not said the workspace is trusted, environment). A
+session's turn runs the engine with an ``AcpFrontend``; its ChangeSet then goes through the
+review (acp/review.py). One prompt at a time per session: a second one while the first runs
+is refused with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from acp.schema import (
+    AgentCapabilities,
+    AvailableCommand,
+    AvailableCommandsUpdate,
+    ConfigOptionUpdate,
+    CurrentModeUpdate,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    SessionCapabilities,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionMode,
+    SessionModeState,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
+)
+
+from acp import PROTOCOL_VERSION, RequestError
+from agentls import __version__
+from agentls.acp.frontend import AcpFrontend
+from agentls.acp.prompt_parts import (
+    SLASH_COMMANDS,
+    error_text,
+    expand_slash_command,
+    prompt_parts,
+    workspace_folder,
+)
+
+if TYPE_CHECKING:
+    from acp.interfaces import Client
+    from acp.schema import ClientCapabilities
+
+    from agentls.config import Settings
+    from agentls.engine.host import EngineHost
+    from agentls.tools.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+SESSION_BUSY = -32002
+STOP_REASONS = {"done": "end_turn", "max_iterations": "max_turn_requests",
+                "cancelled": "cancelled", "no_progress": "end_turn", "timeout": "end_turn",
+                "error": "end_turn"}
+
+
+@dataclass
+class AcpSession:
+    id: str
+    root: Path
+    host: EngineHost
+    mode: str
+    notices: list[str] = field(default_factory=list)
+    turn: asyncio.Task[PromptResponse] | None = None
+    cancelled: bool = False
+
+
+class AgentLsAcp:
+    """The ``acp.Agent`` implementation (methods named as the SDK routes them)."""
+
+    def __init__(self) -> None:
+        self._conn: Client | None = None
+        self._client: ClientCapabilities | None = None
+        self._hosts: dict[Path, EngineHost] = {}
+        self._host_lock = asyncio.Lock()
+        self._sessions: dict[str, AcpSession] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def on_connect(self, conn: Client) -> None:
+        self._conn = conn
+
+    @property
+    def conn(self) -> Client:
+        assert self._conn is not None, "on_connect comes before any request"
+        return self._conn
+
+    # --- initialize ------------------------------------------------------------------------
+
+    async def initialize(self, protocol_version: int, client_capabilities: Any = None,
+                         client_info: Any = None, **_: Any) -> InitializeResponse:
+        self._client = client_capabilities
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_info=Implementation(name="agentls", title="AgentLS", version=__version__),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(image=False, audio=False,
+                                                       embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
+            auth_methods=[])
+
+    async def authenticate(self, method_id: str, **_: Any) -> None:
+        raise RequestError.invalid_params({"message": "AgentLS needs no sign-in: its model "
+                                           "backends are set in its configuration"})
+
+    # --- sessions ------------------------------------------------------------------------
+
+    async def new_session(self, cwd: str, additional_directories: Any = None,
+                          mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
+        root = workspace_folder(cwd)
+        host, notices = await self._host(root)
+        settings = host.agent.settings
+        info = await asyncio.to_thread(
+            host.store.create_session, backend=settings.backend,
+            model=settings.active_backend.model, mode="chat",
+            metadata={"acp": True})
+        from agentls.engine.modes import DEFAULT_MODE
+
+        session = AcpSession(info.id, root, host, DEFAULT_MODE, list(notices))
+        if mcp_servers:
+            session.notices.append(f"{len(mcp_servers)} MCP server(s) were offered; this "
+                                   "AgentLS does not connect to MCP servers yet, so their tools "
+                                   "are not available")
+        self._sessions[info.id] = session
+        self._later(self._announce(session))
+        return NewSessionResponse(session_id=info.id, modes=self._modes(session),
+                                  config_options=self._config_options(session))
+
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
+                           additional_directories: Any = None, **_: Any) -> LoadSessionResponse:
+        root = workspace_folder(cwd)
+        host, notices = await self._host(root)
+        stored = await asyncio.to_thread(host.store.get_session, session_id)
+        if stored is None:
+            raise RequestError.invalid_params({
+                "message": f"AgentLS has no session {session_id!r} in {root}: pick one from "
+                           "session/list, or start a new one with session/new"})
+        from agentls.engine.modes import DEFAULT_MODE
+
+        session = self._sessions.get(session_id) or AcpSession(session_id, root, host,
+                                                               DEFAULT_MODE, list(notices))
+        self._sessions[session_id] = session
+        await self._replay(session)
+        self._later(self._announce(session))
+        return LoadSessionResponse(modes=self._modes(session),
+                                   config_options=self._config_options(session))
+
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
+                            **_: Any) -> ListSessionsResponse:
+        from datetime import UTC, datetime
+
+        roots = [workspace_folder(cwd)] if cwd else list(self._hosts)
+        out = []
+        for root in roots:
+            host, _notices = await self._host(root)
+            for info in await asyncio.to_thread(host.store.list_sessions, 200):
+                out.append(SessionInfo(
+                    session_id=info.id, cwd=str(root), title=info.title,
+                    updated_at=datetime.fromtimestamp(info.updated_at, UTC).isoformat()))
+        return ListSessionsResponse(sessions=out)
+
+    async def set_session_mode(self, session_id: str, mode_id: str,
+                               **_: Any) -> SetSessionModeResponse:
+        from agentls.engine.modes import MODE_PRESETS, mode_preset
+
+        session = self._session(session_id)
+        if mode_preset(mode_id) is None:
+            raise RequestError.invalid_params({"message": f"no mode {mode_id!r}; the modes are "
+                                               + ", ".join(m.id for m in MODE_PRESETS)})
+        session.mode = mode_id
+        await self.conn.session_update(session_id=session_id, update=CurrentModeUpdate(
+            session_update="current_mode_update", current_mode_id=mode_id))
+        return SetSessionModeResponse()
+
+    async def set_config_option(self, config_id: str, session_id: str, value: str | bool,
+                                **_: Any) -> SetSessionConfigOptionResponse:
+        """The session's ``mode`` and ``model`` selectors (ACP's way to set the model)."""
+        session = self._session(session_id)
+        if config_id == "mode":
+            await self.set_session_mode(session_id, str(value))
+        elif config_id == "model":
+            await self._set_model(session, str(value))
+        else:
+            raise RequestError.invalid_params({"message": f"no setting {config_id!r}; the "
+                                               "settings are mode and model"})
+        options = self._config_options(session)
+        await self.conn.session_update(session_id=session_id, update=ConfigOptionUpdate(
+            session_update="config_option_update", config_options=options))
+        return SetSessionConfigOptionResponse(config_options=options)
+
+    async def _set_model(self, session: AcpSession, backend: str) -> None:
+        backends = session.host.agent.settings.backends
+        if backend not in backends:
+            raise RequestError.invalid_params({"message": f"no model {backend!r}; the models are "
+                                               "the configured backends: "
+                                               + ", ".join(sorted(backends))})
+        await asyncio.to_thread(session.host.store.set_session_backend, session.id, backend,
+                                backends[backend].model)
+
+    # --- a turn ----------------------------------------------------------------------------
+
+    async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> PromptResponse:
+        session = self._session(session_id)
+        if session.turn is not None and not session.turn.done():
+            raise RequestError(SESSION_BUSY, "AgentLS: this session is already answering a "
+                               "prompt; wait for its answer, or send session/cancel, then "
+                               "prompt again", {"sessionId": session_id})
+        session.cancelled = False
+        frontend = AcpFrontend(self.conn, session_id, self._workspace(session))
+        inner = asyncio.create_task(self._turn(session, prompt, frontend),
+                                    name=f"acp-turn-{session_id}")
+        session.turn = inner
+        try:
+            try:
+                await asyncio.wait([inner])
+            except asyncio.CancelledError:  # the connection is closing: stop the turn too
+                inner.cancel()
+                raise
+            if inner.cancelled():
+                return PromptResponse(stop_reason="cancelled")
+            return inner.result()
+        finally:
+            try:
+                await frontend.drain()
+            except asyncio.CancelledError:
+                frontend.stop()
+                raise
+            finally:
+                session.turn = None
+
+    async def _turn(self, session: AcpSession, prompt: list[Any],
+                    frontend: AcpFrontend) -> PromptResponse:
+        from agentls.engine.agent import RunRequest
+        from agentls.engine.modes import mode_preset
+        from agentls.engine.review_notes import pending_notes, record_withdrawn, set_notes
+        from agentls.llm.backend import BackendError
+
+        host = session.host
+        for notice in session.notices:
+            frontend.note(notice)
+        session.notices.clear()
+        text, attachments, notes = prompt_parts(prompt, frontend.workspace)
+        for note in notes:
+            frontend.note(note)
+        if not text.strip() and not attachments.files:
+            raise RequestError.invalid_params({"message": "the prompt has no text: type a "
+                                               "request, or attach a file"})
+        text = expand_slash_command(text)
+        preset = mode_preset(session.mode)
+        pending = await asyncio.to_thread(pending_notes, host.store, session.id)
+        request = RunRequest(text, attachments=attachments, notes=pending,
+                             tools=preset.tools if preset is not None else None)
+        workspace = frontend.workspace
+        run_id = host.agent.new_run_id()
+        try:
+            result = await host.agent.run(session.id, request, frontend, workspace,
+                                          run_id=run_id)
+        except BackendError as exc:
+            frontend.send(error_text(f"{exc} ({exc.hint})" if exc.hint else str(exc)))
+            return PromptResponse(stop_reason="end_turn")
+        except asyncio.CancelledError:
+            record_withdrawn(host.store, session.id, workspace.changeset)
+            raise
+        if pending:
+            await asyncio.to_thread(set_notes, host.store, session.id, [])
+        if result.stop_reason == "cancelled":
+            record_withdrawn(host.store, session.id, result.changeset, result.actions_message_id)
+            return PromptResponse(stop_reason="cancelled")
+        if result.send_changes and not result.changeset.is_empty():
+            from agentls.acp.review import review
+
+            fs = self._client.fs if self._client is not None else None
+            try:
+                await review(self.conn, frontend, host.store, session.id, result, workspace,
+                             client_writes=bool(fs and fs.write_text_file))
+            except asyncio.CancelledError:
+                record_withdrawn(host.store, session.id, result.changeset,
+                                 result.actions_message_id)
+                raise
+        return PromptResponse(stop_reason=STOP_REASONS.get(result.stop_reason, "end_turn"))
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        """Stops the session's turn: the model stream, its commands, a permission request
+        the client has not answered. The prompt then answers ``cancelled``."""
+        session = self._sessions.get(session_id)
+        if session is None or session.turn is None or session.turn.done():
+            return
+        session.cancelled = True
+        session.turn.cancel()
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def _session(self, session_id: str) -> AcpSession:
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise RequestError.invalid_params({
+                "message": f"AgentLS has no session {session_id!r} on this connection: start "
+                           "one with session/new (or session/load) first"})
+        return session
+
+    def _workspace(self, session: AcpSession) -> Workspace:
+        from agentls.tools.workspace import Workspace
+
+        return Workspace([session.root])
+
+    async def _host(self, root: Path) -> tuple[EngineHost, list[str]]:
+        async with self._host_lock:
+            known = self._hosts.get(root)
+            if known is not None:
+                return known, []
+            try:
+                host, notices = await asyncio.to_thread(_build_host, root)
+            except Exception as exc:
+                log.exception("opening AgentLS in %s failed", root)
+                raise RequestError.internal_error({
+                    "message": f"AgentLS cannot open {root}: {exc}. Fix the configuration "
+                               "(agentls config list) or make the folder writable, then try "
+                               "again"}) from None
+            self._hosts[root] = host
+            return host, notices
+
+    def _modes(self, session: AcpSession) -> SessionModeState:
+        from agentls.engine.modes import MODE_PRESETS
+
+        return SessionModeState(current_mode_id=session.mode, available_modes=[
+            SessionMode(id=m.id, name=m.name, description=m.description) for m in MODE_PRESETS])
+
+    def _config_options(self, session: AcpSession) -> list[Any]:
+        from agentls.engine.modes import MODE_PRESETS
+
+        settings: Settings = session.host.agent.settings
+        stored = session.host.store.get_session(session.id)
+        current = stored.backend if stored is not None else settings.backend
+        return [
+            SessionConfigOptionSelect(
+                type="select", id="mode", name="Mode", category="mode",
+                current_value=session.mode,
+                options=[SessionConfigSelectOption(value=m.id, name=m.name,
+                                                   description=m.description)
+                         for m in MODE_PRESETS]),
+            SessionConfigOptionSelect(
+                type="select", id="model", name="Model", category="model",
+                current_value=current,
+                options=[SessionConfigSelectOption(value=name, name=f"{name} ({b.model})",
+                                                   description=b.base_url)
+                         for name, b in sorted(settings.backends.items())]),
+        ]
+
+    async def _announce(self, session: AcpSession) -> None:
+        await self.conn.session_update(session_id=session.id, update=AvailableCommandsUpdate(
+            session_update="available_commands_update", available_commands=[
+                AvailableCommand(name=name, description=description)
+                for name, (description, _) in SLASH_COMMANDS.items()]))
+
+    async def _replay(self, session: AcpSession) -> None:
+        from agentls.acp.replay import replay
+
+        await replay(self.conn, session.host.store, session.id, self._workspace(session))
+
+    def _later(self, work: Any) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background work failed", exc_info=task.exception())
+
+    async def aclose(self) -> None:
+        for session in self._sessions.values():
+            if session.turn is not None and not session.turn.done():
+                session.cancelled = True
+                session.turn.cancel()
+        for host in self._hosts.values():
+            await host.aclose()
+
+
+def _build_host(root: Path) -> tuple[EngineHost, list[str]]:
+    from agentls import config
+    from agentls.engine.host import EngineHost
+
+    loaded = config.load(root)
+    return EngineHost(loaded.settings, root), list(loaded.notices)
+
+

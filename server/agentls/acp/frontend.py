@@ -1,0 +1,174 @@
+"""The engine's Frontend over ACP: events become ``session/update`` notifications, approvals
+become ``session/request_permission``.
+
+``on_event`` is called synchronously by the engine; updates are queued and sent in order by
+one task, so the first text chunk leaves as soon as the loop is free and nothing overtakes.
+``drain`` waits until everything queued is out (the prompt's answer must come after its
+updates).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from acp import update_agent_message_text, update_agent_thought_text
+from acp.schema import (
+    AllowedOutcome,
+    PermissionOption,
+    ToolCallProgress,
+    ToolCallStart,
+    ToolCallUpdate,
+)
+
+from agentls.acp import tool_calls
+from agentls.engine.events import (
+    ErrorEvent,
+    Event,
+    RetryEvent,
+    StatusEvent,
+    TextDelta,
+    ToolCallStarted,
+    ToolResultEvent,
+)
+
+if TYPE_CHECKING:
+    from acp.interfaces import Client
+
+    from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
+    from agentls.tools.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+Update = Any  # one of the SDK's session update models
+
+
+class AcpFrontend:
+    interactive = True
+    can_ask = True
+
+    def __init__(self, conn: Client, session_id: str, workspace: Workspace) -> None:
+        self.session_id = session_id
+        self.workspace = workspace
+        self.errors: list[str] = []
+        self._conn = conn
+        self._queue: asyncio.Queue[Update | None] = asyncio.Queue()
+        self._sender = asyncio.create_task(self._send_all(), name=f"acp-updates-{session_id}")
+        self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
+
+    # --- sending -------------------------------------------------------------------------
+
+    def send(self, update: Update) -> None:
+        self._queue.put_nowait(update)
+
+    def note(self, text: str) -> None:
+        """Something AgentLS (not the model) tells the person: a thought chunk, so it never
+        reads as the model's answer."""
+        self.send(update_agent_thought_text(f"AgentLS: {text}\n"))
+
+    async def drain(self) -> None:
+        self._queue.put_nowait(None)
+        await asyncio.shield(self._sender)
+
+    def stop(self) -> None:
+        if not self._sender.done():
+            self._sender.cancel()
+
+    async def _send_all(self) -> None:
+        while True:
+            update = await self._queue.get()
+            if update is None:
+                return
+            try:
+                await self._conn.session_update(session_id=self.session_id, update=update)
+            except Exception:  # the client went away: the run goes on and is recorded
+                log.exception("sending a session/update failed")
+
+    # --- the engine's Frontend protocol ---------------------------------------------------
+
+    def on_event(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            if event.text:
+                self.send(update_agent_message_text(event.text))
+        elif isinstance(event, ToolCallStarted):
+            self._tool_started(event)
+        elif isinstance(event, ToolResultEvent):
+            self._tool_finished(event)
+        elif isinstance(event, StatusEvent):
+            if event.warning or (event.iteration == 0 and event.topic != "instructions"):
+                self.note(event.message)  # warnings and notes (what was trimmed, and why)
+        elif isinstance(event, RetryEvent):
+            self.note(event.text)
+        elif isinstance(event, ErrorEvent):
+            message = f"{event.message}" + (f" ({event.hint})" if event.hint else "")
+            self.errors.append(message)
+            self.send(update_agent_message_text(f"\n\nAgentLS: {message}\n"))
+
+    def _tool_started(self, event: ToolCallStarted) -> None:
+        args = tool_calls.parse_arguments(event.arguments)
+        self._calls[event.call_id] = (event.name, args)
+        self.send(ToolCallStart(
+            session_update="tool_call", tool_call_id=event.call_id,
+            title=tool_calls.title_of(event.name, args), kind=tool_calls.kind_of(event.name),
+            status="in_progress", raw_input=args,
+            locations=tool_calls.locations_of(self.workspace, event.name, args) or None))
+
+    def _tool_finished(self, event: ToolResultEvent) -> None:
+        name, args = self._calls.pop(event.call_id, (event.name, {}))
+        content: list[Any] = []
+        if event.ok and name in tool_calls.EDIT_TOOLS:
+            paths = tool_calls.touched_paths(self.workspace, name, args)
+            content.extend(tool_calls.edit_diffs(self.workspace, paths))
+        if event.output:
+            content.append(tool_calls.text_content(event.output))
+        elif not event.ok or not content:
+            content.append(tool_calls.text_content(event.summary))
+        self.send(ToolCallProgress(
+            session_update="tool_call_update", tool_call_id=event.call_id,
+            status="completed" if event.ok else "failed", content=content))
+
+    async def confirm(self, request: ApprovalRequest) -> ApprovalAnswer:
+        """A call the permission policy says to ask about (a command without the sandbox, a
+        tool set to ``ask``): the client's permission dialog."""
+        call_id = f"approval-{id(request)}"
+        options = [
+            PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
+            PermissionOption(option_id="allow_session",
+                             name=f"Allow for this session ({request.session_scope})",
+                             kind="allow_always"),
+            PermissionOption(option_id="deny", name="Deny", kind="reject_once"),
+        ]
+        await self.drain_soft()
+        response = await self._conn.request_permission(
+            session_id=self.session_id, options=options,
+            tool_call=ToolCallUpdate(
+                tool_call_id=call_id, title=request.title, kind=tool_calls.kind_of(request.tool),
+                status="pending", raw_input=dict(request.args),
+                content=[tool_calls.text_content(request.reason)]))
+        outcome = response.outcome
+        if isinstance(outcome, AllowedOutcome) and outcome.option_id in ("allow_once",
+                                                                          "allow_session"):
+            return "allow_once" if outcome.option_id == "allow_once" else "allow_session"
+        return "deny"
+
+    async def ask(self, question: str, options: list[str]) -> str | None:
+        """``ask_user``: the question as a permission request whose options are the answers."""
+        await self.drain_soft()
+        response = await self._conn.request_permission(
+            session_id=self.session_id,
+            options=[PermissionOption(option_id=str(i), name=o, kind="allow_once")
+                     for i, o in enumerate(options)],
+            tool_call=ToolCallUpdate(tool_call_id=f"question-{id(question)}", title=question,
+                                     kind="think", status="pending"))
+        outcome = response.outcome
+        if isinstance(outcome, AllowedOutcome) and outcome.option_id.isdigit():
+            index = int(outcome.option_id)
+            if 0 <= index < len(options):
+                return options[index]
+        return None
+
+    async def drain_soft(self) -> None:
+        """Let the queued updates go out before a request (the dialog shows after them)."""
+        while not self._queue.empty() and not self._sender.done():
+            await asyncio.sleep(0)

@@ -1,0 +1,52 @@
+"""session/load: the stored conversation replayed as the client would have seen it: the
+person's messages, the agent's text, its tool calls with their results."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from acp.schema import ToolCallProgress, ToolCallStart
+
+from acp import update_agent_message_text, update_user_message_text
+from agentls.acp import tool_calls
+
+if TYPE_CHECKING:
+    from acp.interfaces import Client
+
+    from agentls.engine.sessions import SessionStore
+    from agentls.tools.workspace import Workspace
+
+
+async def replay(conn: Client, store: SessionStore, session_id: str,
+                 workspace: Workspace) -> None:
+    history = await asyncio.to_thread(store.history, session_id, include_summaries=False)
+    for stored in history:
+        if stored.kind != "message":
+            continue
+        for update in _updates(stored.message, workspace):
+            await conn.session_update(session_id=session_id, update=update)
+
+
+def _updates(message: Any, workspace: Workspace) -> list[Any]:
+    if message.role == "user" and message.content:
+        return [update_user_message_text(message.content)]
+    if message.role == "assistant":
+        out: list[Any] = []
+        if message.content:
+            out.append(update_agent_message_text(message.content))
+        for call in message.tool_calls:
+            args = tool_calls.parse_arguments(call.arguments)
+            out.append(ToolCallStart(
+                session_update="tool_call", tool_call_id=call.id,
+                title=tool_calls.title_of(call.name, args), kind=tool_calls.kind_of(call.name),
+                status="in_progress", raw_input=args,
+                locations=tool_calls.locations_of(workspace, call.name, args) or None))
+        return out
+    if message.role == "tool" and message.tool_call_id:
+        failed = '"ok": false' in (message.content or "")[:200]
+        return [ToolCallProgress(
+            session_update="tool_call_update", tool_call_id=message.tool_call_id,
+            status="failed" if failed else "completed",
+            content=[tool_calls.text_content(message.content or "")])]
+    return []

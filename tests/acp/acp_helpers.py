@@ -1,0 +1,150 @@
+"""Driving `agentls acp` as a real process with the SDK's own client side (``acp``), against
+the scripted model server (not a real model)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    DeniedOutcome,
+    FileSystemCapabilities,
+    RequestPermissionResponse,
+    SessionNotification,
+    WriteTextFileResponse,
+)
+
+import acp
+from agentls.devtools.replay import ReplayServer
+
+SECRET = "sk-acp-planted-secret-0123456789"
+
+
+def scripted_env(server: ReplayServer, **extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "AGENTLS_BACKENDS__SCRIPTED__BASE_URL": server.base_url,
+        "AGENTLS_BACKENDS__SCRIPTED__MODEL": "scripted-model",
+        "AGENTLS_BACKENDS__SCRIPTED__API_KEY_ENV": "SCRIPTED_KEY",
+        "AGENTLS_BACKENDS__OTHER__BASE_URL": server.base_url,
+        "AGENTLS_BACKENDS__OTHER__MODEL": "other-model",
+        "AGENTLS_BACKENDS__OTHER__API_KEY_ENV": "SCRIPTED_KEY",
+        "AGENTLS_BACKEND": "scripted",
+        "AGENTLS_RETRY__BASE_DELAY_S": "0.01",
+        "AGENTLS_RETRY__MAX_RETRIES": "0",
+        "AGENTLS_CACHE__ENABLED": "false",
+        "SCRIPTED_KEY": SECRET,
+        **extra,
+    }
+
+
+def make_project(root: Path) -> Path:
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (root / "src" / "util.py").write_text("def double(x):\n    return x + x\n")
+    (root / "README.md").write_text("# calc\n")
+    return root
+
+
+def call(name: str, call_id: str, **arguments: Any) -> dict[str, Any]:
+    return {"id": call_id, "name": name, "arguments": arguments}
+
+
+def read_edit_run_steps() -> list[dict[str, Any]]:
+    """Read calc.py, edit calc.py and util.py, run a command in the sandbox, answer."""
+    return [
+        {"match": {"tool_results": False}, "reply": {"text": "I am a scripted model. Reading.",
+                                                     "tool_calls": [
+            call("read_file", "c1", path="src/calc.py")]}},
+        {"match": {"tool": "read_file"}, "reply": {"text": "Editing both files.", "tool_calls": [
+            call("edit_file", "c2", path="src/calc.py",
+                 edits=[{"search": "return a - b", "replace": "return a + b"}]),
+            call("edit_file", "c3", path="src/util.py",
+                 edits=[{"search": "return x + x", "replace": "return 2 * x"}])]}},
+        {"match": {"tool": "edit_file"}, "reply": {"tool_calls": [
+            call("shell_exec", "c4", command="grep -c 'a + b' src/calc.py")]}},
+        {"match": {"tool": "shell_exec"}, "reply": {"text": "Fixed add() and double()."}},
+    ]
+
+
+class RecordingClient:
+    """An ACP client that records every update and answers permission requests as told."""
+
+    def __init__(self, *, permission: str | None = "apply_all", fs_write: bool = True,
+                 fail_write_on: str | None = None) -> None:
+        self.updates: list[SessionNotification] = []
+        self.permissions: list[Any] = []
+        self.writes: list[tuple[str, str]] = []
+        self.permission = permission  # an option id, "cancel", or None: never answer
+        self.fs_write = fs_write
+        self.fail_write_on = fail_write_on
+        self.asked = asyncio.Event()
+        self.first_update = asyncio.Event()
+
+    def capabilities(self) -> ClientCapabilities:
+        return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=False,
+                                                            write_text_file=self.fs_write),
+                                  terminal=False)
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any],
+                                 **_: Any) -> RequestPermissionResponse:
+        self.permissions.append((tool_call, options))
+        self.asked.set()
+        if self.permission is None:
+            await asyncio.Event().wait()  # never answers
+        if self.permission == "cancel":
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        ids = [o.option_id for o in options]
+        chosen = self.permission if self.permission in ids else ids[0]
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected",
+                                                                option_id=chosen))
+
+    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+        self.updates.append(SessionNotification(session_id=session_id, update=update))
+        self.first_update.set()
+
+    async def write_text_file(self, session_id: str, path: str, content: str,
+                              **_: Any) -> WriteTextFileResponse:
+        if self.fail_write_on and path.endswith(self.fail_write_on):
+            raise acp.RequestError.internal_error({"message": "disk full (test)"})
+        self.writes.append((path, content))
+        Path(path).write_text(content)
+        return WriteTextFileResponse()
+
+    async def read_text_file(self, session_id: str, path: str, **_: Any) -> Any:
+        raise acp.RequestError.method_not_found("fs/read_text_file")
+
+    async def create_terminal(self, *a: Any, **k: Any) -> Any:
+        raise acp.RequestError.method_not_found("terminal/create")
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise acp.RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    def of(self, kind: str) -> list[Any]:
+        return [n.update for n in self.updates if n.update.session_update == kind]
+
+    def text(self) -> str:
+        return "".join(u.content.text for u in self.of("agent_message_chunk"))
+
+
+@contextlib.asynccontextmanager
+async def spawned(client: RecordingClient, env: dict[str, str],
+                  cwd: Path) -> AsyncIterator[tuple[Any, asyncio.subprocess.Process]]:
+    async with acp.spawn_agent_process(client, sys.executable, "-m", "agentls", "acp",
+                                       env=env, cwd=str(cwd)) as (conn, process):
+        yield conn, process
+
+
+async def initialized(conn: Any, client: RecordingClient) -> Any:
+    return await conn.initialize(protocol_version=acp.PROTOCOL_VERSION,
+                                 client_capabilities=client.capabilities())

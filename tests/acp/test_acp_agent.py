@@ -1,0 +1,232 @@
+"""`agentls acp` driven as a real process by the SDK's own Python client (``acp``), against the
+scripted model server (not a real model): a turn that reads, edits two files and runs a
+sandboxed command; the review (rejected, allowed through fs/write_text_file, allowed without
+it, a client write that fails); cancel; load; modes and models."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from acp.schema import SessionNotification
+
+import acp
+from agentls.devtools.replay import ReplayServer
+from agentls.tools.sandbox import probe
+from tests.acp.acp_helpers import (
+    SECRET,
+    RecordingClient,
+    initialized,
+    make_project,
+    read_edit_run_steps,
+    scripted_env,
+    spawned,
+)
+
+pytestmark = pytest.mark.skipif(not probe().available, reason="no sandbox here")
+ORIGINAL_CALC = "def add(a, b):\n    return a - b\n"
+ORIGINAL_UTIL = "def double(x):\n    return x + x\n"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "project")
+
+
+def _validated(client: RecordingClient) -> None:
+    """Every update, as JSON on the wire, is a valid SessionNotification of the SDK schema."""
+    for note in client.updates:
+        wire = note.model_dump(mode="json", by_alias=True, exclude_none=True)
+        assert SessionNotification.model_validate(wire) == note
+        assert SECRET not in str(wire)
+
+
+async def test_turn_reads_edits_two_files_runs_a_sandboxed_command(
+        server: ReplayServer, project: Path) -> None:
+    server.load({"steps": read_edit_run_steps()})
+    client = RecordingClient(permission="apply_all", fs_write=True)
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        init = await initialized(conn, client)
+        assert init.protocol_version == acp.PROTOCOL_VERSION
+        assert init.agent_capabilities.load_session
+        assert init.agent_capabilities.prompt_capabilities.embedded_context
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        answer = await conn.prompt(session_id=session.session_id,
+                                   prompt=[acp.text_block("fix add and double")])
+    assert answer.stop_reason == "end_turn"
+    _validated(client)
+    assert "scripted model" in client.text()
+    starts = {u.tool_call_id: u for u in client.of("tool_call")}
+    assert starts["c1"].kind == "read" and starts["c1"].title == "Read src/calc.py"
+    assert starts["c1"].locations[0].path == str(project / "src" / "calc.py")
+    assert starts["c2"].kind == starts["c3"].kind == "edit"
+    assert starts["c4"].kind == "execute"
+    ends = {u.tool_call_id: u for u in client.of("tool_call_update")}
+    calc_diff = ends["c2"].content[0]
+    assert calc_diff.type == "diff" and calc_diff.old_text == ORIGINAL_CALC
+    assert calc_diff.new_text == "def add(a, b):\n    return a + b\n"
+    # The command ran in the sandbox over the pending edits, with no permission asked.
+    assert ends["c4"].status == "completed"
+    assert "1\n[exit code 0]" in ends["c4"].content[0].content.text
+    assert len(client.permissions) == 1  # the review only
+    tool_call, options = client.permissions[0]
+    assert {d.path for d in tool_call.content} == {str(project / "src" / "calc.py"),
+                                                   str(project / "src" / "util.py")}
+    assert [o.option_id for o in options][:2] == ["apply_all", "reject_all"]
+    assert any(o.name == "Apply only src/util.py" for o in options)
+    # Both files written through the client's fs/write_text_file.
+    assert [Path(p).name for p, _ in client.writes] == ["calc.py", "util.py"]
+    assert (project / "src" / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    assert (project / "src" / "util.py").read_text() == "def double(x):\n    return 2 * x\n"
+    assert client.of("available_commands_update")[0].available_commands[0].name == "fix"
+
+
+async def test_rejected_review_writes_nothing_and_the_model_is_told(
+        server: ReplayServer, project: Path) -> None:
+    again = {"match": {"user": "again"}, "reply": {"text": "Understood."}}
+    server.load({"steps": [*read_edit_run_steps(), again]})
+    client = RecordingClient(permission="reject_all")
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        await initialized(conn, client)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("fix it")])
+        assert client.writes == []
+        assert (project / "src" / "calc.py").read_text() == ORIGINAL_CALC
+        assert (project / "src" / "util.py").read_text() == ORIGINAL_UTIL
+        review = [u for u in client.of("tool_call_update")
+                  if u.tool_call_id.startswith("review-")]
+        assert review[-1].status == "failed"
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("again")])
+    last = server.requests[-1].last_user_message
+    assert "rejected your changes to src/calc.py, src/util.py" in last
+
+
+async def test_allowed_without_client_fs_is_written_atomically(
+        server: ReplayServer, project: Path) -> None:
+    server.load({"steps": read_edit_run_steps()})
+    client = RecordingClient(permission="apply_all", fs_write=False)
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        await initialized(conn, client)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("fix it")])
+    assert client.writes == []
+    assert (project / "src" / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    assert (project / "src" / "util.py").read_text() == "def double(x):\n    return 2 * x\n"
+    done = [u for u in client.of("tool_call_update") if u.tool_call_id.startswith("review-")]
+    assert "Written to disk" in done[-1].content[0].content.text
+
+
+async def test_only_one_file_kept(server: ReplayServer, project: Path) -> None:
+    server.load({"steps": read_edit_run_steps()})
+    client = RecordingClient(permission="only:1")
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        await initialized(conn, client)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("fix it")])
+    assert (project / "src" / "calc.py").read_text() == ORIGINAL_CALC
+    assert (project / "src" / "util.py").read_text() == "def double(x):\n    return 2 * x\n"
+
+
+async def test_client_write_error_leaves_nothing_half_written(
+        server: ReplayServer, project: Path) -> None:
+    server.load({"steps": read_edit_run_steps()})
+    client = RecordingClient(permission="apply_all", fail_write_on="util.py")
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        await initialized(conn, client)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        answer = await conn.prompt(session_id=session.session_id,
+                                   prompt=[acp.text_block("fix it")])
+    assert answer.stop_reason == "end_turn"
+    # calc.py was written, then util.py failed: calc.py was put back through the client.
+    assert [Path(p).name for p, _ in client.writes] == ["calc.py", "calc.py"]
+    assert (project / "src" / "calc.py").read_text() == ORIGINAL_CALC
+    assert (project / "src" / "util.py").read_text() == ORIGINAL_UTIL
+    done = [u for u in client.of("tool_call_update") if u.tool_call_id.startswith("review-")]
+    assert done[-1].status == "failed"
+    assert "the editor refused to write" in done[-1].content[0].content.text
+
+
+async def test_cancel_mid_stream(server: ReplayServer, project: Path) -> None:
+    server.load({"steps": [{"reply": {"text": "word " * 400, "chunk_size": 5,
+                                      "delay_s": 0.02}}]})
+    client = RecordingClient()
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        await initialized(conn, client)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        turn = asyncio.create_task(conn.prompt(session_id=session.session_id,
+                                               prompt=[acp.text_block("talk")]))
+        await asyncio.wait_for(client.first_update.wait(), 20)
+        while not client.of("agent_message_chunk"):
+            await asyncio.sleep(0.01)
+        await conn.cancel(session_id=session.session_id)
+        answer = await asyncio.wait_for(turn, 10)
+    assert answer.stop_reason == "cancelled"
+    assert len(client.text()) < len("word " * 400)
+
+
+async def test_cancel_while_the_permission_is_never_answered(
+        server: ReplayServer, project: Path) -> None:
+    server.load({"steps": read_edit_run_steps()})
+    client = RecordingClient(permission=None)
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        await initialized(conn, client)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        turn = asyncio.create_task(conn.prompt(session_id=session.session_id,
+                                               prompt=[acp.text_block("fix it")]))
+        await asyncio.wait_for(client.asked.wait(), 30)
+        await conn.cancel(session_id=session.session_id)
+        answer = await asyncio.wait_for(turn, 10)
+    assert answer.stop_reason == "cancelled"
+    assert client.writes == []
+    assert (project / "src" / "calc.py").read_text() == ORIGINAL_CALC
+
+
+async def test_load_replays_the_session_and_list_finds_it(
+        server: ReplayServer, project: Path) -> None:
+    server.load({"steps": [{"reply": {"text": "Hello from the scripted model."}}]})
+    first = RecordingClient()
+    env = scripted_env(server)
+    async with spawned(first, env, project) as (conn, _):
+        await initialized(conn, first)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("say hello")])
+    second = RecordingClient()
+    async with spawned(second, env, project) as (conn, _):
+        await initialized(conn, second)
+        listed = await conn.list_sessions(cwd=str(project))
+        assert session.session_id in [s.session_id for s in listed.sessions]
+        await conn.load_session(cwd=str(project), session_id=session.session_id,
+                                mcp_servers=[])
+        with pytest.raises(acp.RequestError) as unknown:
+            await conn.load_session(cwd=str(project), session_id="nope", mcp_servers=[])
+    assert "no session 'nope'" in str(unknown.value.data)
+    users = [u.content.text for u in second.of("user_message_chunk")]
+    assert any("say hello" in text for text in users)
+    assert "Hello from the scripted model." in second.text()
+
+
+async def test_modes_and_models(server: ReplayServer, project: Path) -> None:
+    server.load({"models": ["scripted-model", "other-model"], "steps": [
+        {"reply": {"text": "one"}}, {"reply": {"text": "two"}}]})
+    client = RecordingClient()
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        await initialized(conn, client)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        assert session.modes.current_mode_id == "agent"
+        assert [m.id for m in session.modes.available_modes] == ["ask", "edit", "agent"]
+        models = next(o for o in session.config_options if o.id == "model")
+        assert {"scripted", "other"} <= {o.value for o in models.options}
+        await conn.set_session_mode(session_id=session.session_id, mode_id="ask")
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("q1")])
+        await conn.set_config_option(config_id="model", session_id=session.session_id,
+                                     value="other")
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("q2")])
+        with pytest.raises(acp.RequestError):
+            await conn.set_session_mode(session_id=session.session_id, mode_id="yolo")
+    ask_tools = {t["function"]["name"] for t in server.requests[0].body["tools"]}
+    assert "shell_exec" not in ask_tools and "edit_file" not in ask_tools
+    assert "read_file" in ask_tools
+    assert server.requests[0].body["model"] == "scripted-model"
+    assert server.requests[1].body["model"] == "other-model"
+    assert client.of("current_mode_update")[0].current_mode_id == "ask"

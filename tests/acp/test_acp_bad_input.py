@@ -1,0 +1,147 @@
+"""Bad input to `agentls acp` (a real process): every bad message gets a JSON-RPC error and the
+agent goes on answering; bad sessions, folders, prompts and two prompts at once are refused
+with a reason."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import acp
+from agentls.devtools.replay import ReplayServer
+from tests.acp.acp_helpers import RecordingClient, initialized, make_project, scripted_env, spawned
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "project")
+
+
+class RawAgent:
+    """The agent process with raw lines in and JSON messages out (no SDK in between)."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+
+    async def send(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + b"\n")
+        await self.process.stdin.drain()
+
+    async def receive(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(self.process.stdout.readline(), 20)
+        assert line, "the agent closed its output"
+        return json.loads(line)
+
+    async def request(self, request_id: int, method: str, params: Any) -> dict[str, Any]:
+        await self.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
+                                    "params": params}).encode())
+        while True:
+            message = await self.receive()
+            if message.get("id") == request_id:
+                return message
+
+
+async def test_malformed_and_unknown_messages_get_errors(server: ReplayServer,
+                                                         project: Path) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agentls", "acp", stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        env=scripted_env(server), cwd=str(project))
+    agent = RawAgent(process)
+    try:
+        await agent.send(b"{not json")
+        assert (await agent.receive())["error"]["code"] == -32700
+        await agent.send(b"[1, 2]")
+        assert (await agent.receive())["error"]["code"] == -32600
+        await agent.send(b'{"jsonrpc": "2.0", "id": 5, "method": 7}')
+        reply = await agent.receive()
+        assert reply["id"] == 5 and reply["error"]["code"] == -32600
+        unknown = await agent.request(6, "session/teleport", {})
+        assert unknown["error"]["code"] == -32601
+        bad_params = await agent.request(7, "session/new", {"cwd": 42})
+        assert bad_params["error"]["code"] == -32602
+        early = await agent.request(8, "session/prompt", {
+            "sessionId": "s1", "prompt": [{"type": "text", "text": "hi"}]})
+        assert "session/new" in early["error"]["data"]["message"]
+        # Still answering after all of that.
+        init = await agent.request(9, "initialize", {"protocolVersion": 1})
+        assert init["result"]["protocolVersion"] == 1
+        newer = await agent.request(10, "initialize", {"protocolVersion": 99})
+        assert newer["result"]["protocolVersion"] == acp.PROTOCOL_VERSION
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        await asyncio.wait_for(process.wait(), 20)
+    assert process.returncode == 0
+
+
+@pytest.mark.parametrize("cwd", ["/", "FILE", "MISSING", "relative/path"])
+async def test_cwd_that_is_no_project_folder(server: ReplayServer, project: Path,
+                                             cwd: str) -> None:
+    given = {"FILE": str(project / "README.md"),
+             "MISSING": str(project / "nowhere")}.get(cwd, cwd)
+    client = RecordingClient()
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        await initialized(conn, client)
+        with pytest.raises(acp.RequestError) as refused:
+            await conn.new_session(cwd=given, mcp_servers=[])
+    message = refused.value.data["message"]
+    expected = {"/": "too wide", "FILE": "is a file", "MISSING": "does not exist",
+                "relative/path": "absolute path"}[cwd]
+    assert expected in message
+
+
+async def test_two_prompts_at_once_the_second_is_refused(server: ReplayServer,
+                                                         project: Path) -> None:
+    server.load({"steps": [{"reply": {"text": "slow " * 50, "chunk_size": 5,
+                                      "delay_s": 0.02}}]})
+    client = RecordingClient()
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        await initialized(conn, client)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        first = asyncio.create_task(conn.prompt(session_id=session.session_id,
+                                                prompt=[acp.text_block("one")]))
+        while not client.of("agent_message_chunk"):
+            await asyncio.sleep(0.01)
+        with pytest.raises(acp.RequestError) as busy:
+            await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("two")])
+        assert (await first).stop_reason == "end_turn"
+    assert "already answering a prompt" in str(busy.value)
+
+
+async def test_huge_prompt_is_trimmed_with_a_note(server: ReplayServer, project: Path) -> None:
+    server.load({"steps": [{"reply": {"text": "ok"}}]})
+    client = RecordingClient()
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        await initialized(conn, client)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id,
+                          prompt=[acp.text_block("x" * 300_000)])
+    thoughts = "".join(u.content.text for u in client.of("agent_thought_chunk"))
+    assert "only its first 200,000 were sent" in thoughts
+    assert len(server.requests[0].last_user_message) < 250_000
+
+
+async def test_embedded_resource_is_read_as_the_editor_has_it(server: ReplayServer,
+                                                              project: Path) -> None:
+    server.load({"steps": [{"reply": {"text": "seen"}}]})
+    client = RecordingClient()
+    unsaved = "def add(a, b):\n    return a * b  # unsaved\n"
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        await initialized(conn, client)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=[
+            acp.text_block("look"),
+            acp.resource_block(acp.embedded_text_resource(
+                (project / "src" / "calc.py").as_uri(), unsaved)),
+            acp.resource_link_block("util.py", (project / "src" / "util.py").as_uri())])
+    sent = server.requests[0].last_user_message
+    assert "return a * b  # unsaved" in sent
+    assert "return x + x" in sent
