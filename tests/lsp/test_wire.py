@@ -69,7 +69,8 @@ def test_unknown_method_is_32601(client: RawClient) -> None:
 @pytest.mark.parametrize("body", [b"{not json", b"\xff\xfe", b""])
 def test_body_that_is_not_json_is_32700(client: RawClient, body: bytes) -> None:
     client.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    assert client.wait_response(None)["error"]["code"] == -32700
+    answer = client.wait_response(None)
+    assert answer["error"]["code"] == -32700 and answer["id"] is None
     assert "result" in probe(client)
 
 
@@ -115,6 +116,32 @@ def test_content_length_too_long_resynchronises(client: RawClient) -> None:
     client.write(b"Content-Length: %d\r\n\r\n" % (len(body) + 300) + body)
     assert "result" in probe(client)  # the next header arrives inside the declared length
     assert client.wait_response(51, timeout=5)["error"]["code"] == -32601
+
+
+@pytest.mark.parametrize("extra", [1, 5, 13, 19])
+def test_content_length_too_long_by_less_than_a_header_resynchronises(
+        client: RawClient, extra: int) -> None:
+    # The declared length ends inside the next header: that header must not be swallowed.
+    first = json.dumps({"jsonrpc": "2.0", "id": 61, "method": "agentls/nope"}).encode()
+    second = json.dumps({"jsonrpc": "2.0", "id": 62, "method": "agentls/nope"}).encode()
+    client.write(b"Content-Length: %d\r\n\r\n" % (len(first) + extra) + first
+                 + b"Content-Length: %d\r\n\r\n" % len(second) + second)
+    assert client.wait_response(61, timeout=5)["error"]["code"] == -32601
+    assert client.wait_response(62, timeout=5)["error"]["code"] == -32601
+    assert "result" in probe(client)
+
+
+@pytest.mark.parametrize("extra", [3, 40])
+def test_unreadable_body_with_a_long_content_length_is_32700_with_id_null(
+        client: RawClient, extra: int) -> None:
+    broken = b'{"jsonrpc": "2.0", "id": 63, "method": "agentls/nope", "par'
+    second = json.dumps({"jsonrpc": "2.0", "id": 64, "method": "agentls/nope"}).encode()
+    client.write(b"Content-Length: %d\r\n\r\n" % (len(broken) + extra) + broken
+                 + b"Content-Length: %d\r\n\r\n" % len(second) + second)
+    answer = client.wait_response(None, timeout=5)
+    assert answer["error"]["code"] == -32700
+    assert "id" in answer and answer["id"] is None  # JSON-RPC: a parse error has id null
+    assert client.wait_response(64, timeout=5)["error"]["code"] == -32601
 
 
 def test_garbage_between_messages_is_skipped(client: RawClient) -> None:

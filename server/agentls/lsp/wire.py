@@ -8,9 +8,11 @@ replaces that loop, one level above the handlers:
 
 - ``FrameReader`` reads headers case-insensitively, skips bytes that are not a header (and
   logs them) until the next ``Content-Length``, and cuts a body short when its declared
-  length runs into the next header or nothing more arrives after a complete JSON value.
+  length runs into the next header or nothing more arrives after a complete JSON value;
+  a body that does not end like JSON is searched for the next header's start (a length
+  too long by a few bytes ends inside it).
 - ``Dispatcher`` checks the JSON-RPC envelope before pygls sees it: ``-32700`` for a body
-  that is not JSON, ``-32600`` for anything that is not a request, notification or
+  that is not JSON (``"id": null``), ``-32600`` for anything that is not a request, notification or
   response, ``-32602`` naming the field when params do not fit the method, and pygls
   answers ``-32601`` for unknown methods. Notifications are never answered: bad ones are
   logged. A ``didChange`` older than the document held is dropped with a log line.
@@ -41,6 +43,8 @@ from pygls.exceptions import (
     JsonRpcParseError,
 )
 
+from agentls.redaction import redact_data
+
 if TYPE_CHECKING:
     from pygls.protocol import JsonRPCProtocol
 
@@ -52,6 +56,7 @@ MAX_BODY = 512 * 1024 * 1024  # a Content-Length above this is garbage, not a me
 IDLE_S = 1.0  # a complete JSON body followed by this much silence ends a too-long frame
 _CHUNK = 65536
 _LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*(\d+)", re.IGNORECASE)
+_NAME = b"content-length"
 _HEADER = re.compile(rb"^[A-Za-z][A-Za-z0-9-]*[ \t]*:")
 _DESCRIBE_LIMIT = 400
 
@@ -136,9 +141,30 @@ class FrameReader:
         if len(self._buf) < length:
             log.error("the stream ended %d bytes into a %d-byte message",
                       len(self._buf), length)
+        elif not bytes(self._buf[max(0, length - 64):length]).rstrip().endswith((b"}", b"]")):
+            inside = self._header_inside(length)
+            if inside is not None:
+                return self._short_body(length, inside, "the next header began inside it")
         body = bytes(self._buf[:length])
         del self._buf[:length]
         return body
+
+    def _header_inside(self, length: int) -> int | None:
+        """Where a ``Content-Length`` header begins inside a body that cannot be JSON (a
+        declared length too long by less than a header's size hides the next header's
+        start in the body); None when there is none."""
+        while True:
+            lowered = bytes(self._buf[:length + len(_NAME)]).lower()
+            at = lowered.find(_NAME)
+            if 0 < at < length:
+                return at
+            if at >= 0 or self._eof or len(self._buf) >= length + len(_NAME):
+                return None
+            tail = lowered[:length]
+            if not any(tail.endswith(_NAME[:k]) for k in range(1, len(_NAME))):
+                return None
+            if not self._fill(self._idle_s):  # the rest of the header does not come
+                return None
 
     def _short_body(self, declared: int, actual: int, why: str) -> bytes:
         log.warning("Content-Length said %d bytes but the message was complete after %d (%s): "
@@ -153,7 +179,7 @@ def _json_end(data: bytes | bytearray) -> int | None:
     try:
         text = bytes(data).decode("utf-8")
         _, end = json.JSONDecoder().raw_decode(text.lstrip())
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return len(data) if not text.lstrip()[end:].strip() else None
 
@@ -221,6 +247,10 @@ class Dispatcher:
         return self.server.protocol
 
     def reply_error(self, msg_id: Any, error: JsonRpcException) -> None:
+        if msg_id is None:  # JSON-RPC: "id": null, which pygls's serialiser would leave out
+            self.protocol._send_data(redact_data({"jsonrpc": "2.0", "id": None, "error": {
+                "code": error.code, "message": error.message}}))
+            return
         self.protocol._send_response(msg_id, None, error.to_response_error())
 
     def dispatch(self, body: bytes) -> None:
