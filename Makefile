@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 # memory, so `make bench` writes them afresh before it measures start-up.
 BYTECODE = $(PY) -m compileall -q server/agentls
 
-.PHONY: test demo bench lint install clean vscode-test e2e-vscode
+.PHONY: test demo bench lint install clean vscode-test e2e-vscode acp-node demo-acp
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,7 +37,7 @@ lint: $(STAMP) $(STYLUA)
 # see the issue 13 note), alone it passes; either way it runs on every `make test`.
 FUZZ := tests/lsp/test_wire_fuzz.py
 
-test: lint vscode-test
+test: lint vscode-test acp-node
 	$(VENV)/bin/pytest --deselect $(FUZZ)::test_fuzzed_messages_never_stop_the_server
 	$(VENV)/bin/pytest $(FUZZ)
 
@@ -61,6 +61,19 @@ e2e-vscode: $(STAMP) $(VSCODE_DEPS)
 
 demo: $(STAMP)
 	$(PY) -m agentls.devtools.demo
+
+# `agentls acp`: the official TypeScript ACP SDK (pinned, from the lockfile) that
+# tests/acp/test_acp_typescript_client.py drives the agent with; and an ACP session end to
+# end with the scripted model.
+ACP_NODE := tests/acp/node/node_modules/.installed
+$(ACP_NODE): tests/acp/node/package-lock.json
+	cd tests/acp/node && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+acp-node: $(ACP_NODE)
+
+demo-acp: $(STAMP)
+	$(PY) -m agentls.devtools.demo_acp
 
 bench: $(STAMP)
 	$(BYTECODE)

@@ -13,7 +13,6 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from acp import update_agent_message_text, update_agent_thought_text
 from acp.schema import (
     AllowedOutcome,
     PermissionOption,
@@ -22,6 +21,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
+from acp import update_agent_message_text, update_agent_thought_text
 from agentls.acp import tool_calls
 from agentls.engine.events import (
     ErrorEvent,

@@ -1,0 +1,118 @@
+"""`make demo-acp`: an ACP session end to end, with a SCRIPTED model (not a real one).
+
+The official Python ACP SDK's client side starts `agentls acp` as an editor would, opens a
+session on a sample project, sends a prompt and prints every session/update as it arrives;
+the review's permission request is answered "apply all", and the files are written through
+the client's fs/write_text_file, as in Zed. The model is the scripted server
+(agentls.devtools.replay) answering from devtools/scripts/demo_acp.yaml.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import acp
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    FileSystemCapabilities,
+    RequestPermissionResponse,
+    WriteTextFileResponse,
+)
+from rich.console import Console
+
+from agentls.devtools.replay import ReplayServer
+
+SCRIPT = Path(__file__).resolve().parent / "scripts" / "demo_acp.yaml"
+console = Console(highlight=False)
+
+
+class PrintingClient:
+    """What an editor does, printed: updates shown, the review allowed, files written."""
+
+    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+        kind = update.session_update
+        if kind == "agent_message_chunk":
+            console.print(update.content.text, end="", style="cyan")
+        elif kind == "agent_thought_chunk":
+            console.print(f"\n  [dim]{update.content.text.strip()}[/dim]")
+        elif kind == "tool_call":
+            console.print(f"\n  [yellow]tool_call[/yellow] {update.kind}: {update.title}"
+                          f" ({update.status})")
+        elif kind == "tool_call_update":
+            for block in update.content or []:
+                if block.type == "diff":
+                    console.print(f"  [green]diff[/green] {Path(block.path).name}: "
+                                  f"{(block.old_text or '').strip()!r} -> "
+                                  f"{block.new_text.strip()!r}")
+                elif block.type == "content":
+                    console.print(f"  [dim]{block.content.text.strip()[:200]}[/dim]")
+            console.print(f"  [yellow]tool_call_update[/yellow] {update.tool_call_id}: "
+                          f"{update.status}")
+        elif kind == "available_commands_update":
+            names = ", ".join(f"/{c.name}" for c in update.available_commands)
+            console.print(f"  [dim]slash commands offered: {names}[/dim]")
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any],
+                                 **_: Any) -> RequestPermissionResponse:
+        console.print(f"\n[bold]session/request_permission[/bold]: {tool_call.title}")
+        for option in options:
+            console.print(f"  option {option.option_id}: {option.name}")
+        console.print("  -> the demo answers [bold]apply_all[/bold]")
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected",
+                                                                option_id="apply_all"))
+
+    async def write_text_file(self, session_id: str, path: str, content: str,
+                              **_: Any) -> WriteTextFileResponse:
+        console.print(f"  [bold]fs/write_text_file[/bold] {Path(path).name}")
+        Path(path).write_text(content)
+        return WriteTextFileResponse()
+
+
+async def run_demo(project: Path, env: dict[str, str]) -> None:
+    client = PrintingClient()
+    async with acp.spawn_agent_process(client, sys.executable, "-m", "agentls", "acp",
+                                       env=env, cwd=str(project)) as (conn, _):
+        init = await conn.initialize(
+            protocol_version=acp.PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(
+                fs=FileSystemCapabilities(read_text_file=False, write_text_file=True)))
+        console.print(f"initialize: protocol {init.protocol_version}, agent "
+                      f"{init.agent_info.title if init.agent_info else '?'}")
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        console.print(f"session/new: {session.session_id} (modes: "
+                      f"{', '.join(m.id for m in session.modes.available_modes)})"
+                      if session.modes else f"session/new: {session.session_id}")
+        console.print("\n[bold]session/prompt[/bold]: fix add and double\n")
+        answer = await conn.prompt(session_id=session.session_id,
+                                   prompt=[acp.text_block("fix add and double")])
+        console.print(f"\n\nstop reason: [bold]{answer.stop_reason}[/bold]")
+
+
+def main() -> int:
+    console.rule("[bold]AgentLS over ACP, with a SCRIPTED model (not a real one)[/bold]")
+    with tempfile.TemporaryDirectory(prefix="agentls-acp-demo-") as tmp:
+        project = Path(tmp) / "project"
+        project.mkdir()
+        (project / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+        (project / "util.py").write_text("def double(x):\n    return x + x\n")
+        with ReplayServer(SCRIPT) as server:
+            env = {**os.environ,
+                   "AGENTLS_BACKENDS__SCRIPTED__BASE_URL": server.base_url,
+                   "AGENTLS_BACKENDS__SCRIPTED__MODEL": "scripted-model",
+                   "AGENTLS_BACKENDS__SCRIPTED__API_KEY_ENV": "AGENTLS_DEMO_KEY",
+                   "AGENTLS_BACKEND": "scripted", "AGENTLS_CACHE__ENABLED": "false",
+                   "AGENTLS_DEMO_KEY": "scripted-demo-key"}
+            asyncio.run(run_demo(project, env))
+        console.print("\ncalc.py now:", (project / "calc.py").read_text().strip())
+        console.print("util.py now:", (project / "util.py").read_text().strip())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,91 @@
+// Drives `agentls acp` (a real process) with the official TypeScript ACP SDK, a client no
+// one on the AgentLS team wrote. Usage: node drive_agentls.mjs <python> <project> <reply>
+// where <reply> is "allow" or "reject". Prints one JSON report on stdout; the Python test
+// (tests/acp/test_acp_typescript_client.py) checks it. The model is the scripted one.
+import { spawn } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+
+const [python, project, reply] = process.argv.slice(2);
+const agent = spawn(python, ["-m", "agentls", "acp"], {
+  cwd: project,
+  stdio: ["pipe", "pipe", "inherit"],
+});
+
+// Count the raw session/update lines, to check every one passed the SDK's schema parse.
+let rawUpdates = 0;
+let pending = "";
+const tapped = Readable.toWeb(agent.stdout).pipeThrough(
+  new TransformStream({
+    transform(chunk, controller) {
+      pending += new TextDecoder().decode(chunk);
+      const lines = pending.split("\n");
+      pending = lines.pop();
+      for (const line of lines) {
+        if (line.trim() && JSON.parse(line).method === "session/update") rawUpdates += 1;
+      }
+      controller.enqueue(chunk);
+    },
+  }),
+);
+const stream = acp.ndJsonStream(Writable.toWeb(agent.stdin), tapped);
+
+const updates = [];
+const permissions = [];
+const writes = [];
+const app = acp
+  .client()
+  .onNotification("session/update", ({ params }) => {
+    updates.push(params.update);
+  })
+  .onRequest("session/request_permission", ({ params }) => {
+    permissions.push(params);
+    const wanted = reply === "allow" ? "apply_all" : "reject_all";
+    const option = params.options.find((o) => o.optionId === wanted) ?? params.options[0];
+    return { outcome: { outcome: "selected", optionId: option.optionId } };
+  })
+  .onRequest("fs/write_text_file", async ({ params }) => {
+    writes.push(params.path);
+    const { writeFile } = await import("node:fs/promises");
+    await writeFile(params.path, params.content);
+    return {};
+  });
+
+const report = await app.connectWith(stream, async (ctx) => {
+  const init = await ctx.request("initialize", {
+    protocolVersion: acp.PROTOCOL_VERSION,
+    clientCapabilities: { fs: { readTextFile: false, writeTextFile: true }, terminal: false },
+  });
+  const session = await ctx.request("session/new", { cwd: project, mcpServers: [] });
+  const modelOption = session.configOptions.find((o) => o.id === "model");
+  await ctx.request("session/set_config_option", {
+    sessionId: session.sessionId, configId: "model", value: "other",
+  });
+  const answer = await ctx.request("session/prompt", {
+    sessionId: session.sessionId,
+    prompt: [{ type: "text", text: "fix add and double" }],
+  });
+  let unknownSession = null;
+  try {
+    await ctx.request("session/load", { sessionId: "nope", cwd: project, mcpServers: [] });
+  } catch (error) {
+    unknownSession = { code: error.code, message: String(error.message), data: error.data };
+  }
+  return {
+    protocolVersion: init.protocolVersion,
+    loadSession: init.agentCapabilities.loadSession,
+    modes: session.modes.availableModes.map((m) => m.id),
+    models: modelOption.options.map((o) => o.value),
+    stopReason: answer.stopReason,
+    updates,
+    permissions,
+    writes,
+    unknownSession,
+  };
+});
+// Let the last notifications drain through the tap before counting.
+await new Promise((resolve) => setTimeout(resolve, 100));
+report.rawUpdates = rawUpdates;
+agent.stdin.end();
+await new Promise((resolve) => agent.on("exit", resolve));
+process.stdout.write(JSON.stringify(report) + "\n");
