@@ -16,7 +16,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import acp
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
@@ -26,6 +25,7 @@ from acp.schema import (
 )
 from rich.console import Console
 
+import acp
 from agentls.devtools.replay import ReplayServer
 
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "demo_acp.yaml"
