@@ -14,8 +14,9 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from acp.interfaces import Client
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
@@ -76,7 +77,7 @@ class PrintingClient:
 
 async def run_demo(project: Path, env: dict[str, str]) -> None:
     client = PrintingClient()
-    async with acp.spawn_agent_process(client, sys.executable, "-m", "agentls", "acp",
+    async with acp.spawn_agent_process(cast(Client, client), sys.executable, "-m", "agentls", "acp",
                                        env=env, cwd=str(project)) as (conn, _):
         init = await conn.initialize(
             protocol_version=acp.PROTOCOL_VERSION,
