@@ -20,6 +20,7 @@ from agentls.tools.closest_window import (
     closest_window,
     format_closest,
 )
+from agentls.tools.match_blank_lines import find_ignoring_blank_lines, replacement_lines
 from agentls.tools.match_folds import (
     Delta,
     fold_punctuation,
@@ -30,7 +31,7 @@ from agentls.tools.match_folds import (
 )
 
 MatchLayer = Literal["exact", "trailing_whitespace", "indentation", "tabs_spaces",
-                     "unicode_punctuation"]
+                     "unicode_punctuation", "blank_lines"]
 MatchErrorCode = Literal["NO_MATCH", "AMBIGUOUS", "EMPTY_SEARCH"]
 
 
@@ -40,6 +41,7 @@ _LAYER_WORDING: dict[MatchLayer, str] = {
     "indentation": "when indentation is ignored",
     "tabs_spaces": "when tabs and spaces in indentation are treated alike",
     "unicode_punctuation": "when indentation and Unicode punctuation are ignored",
+    "blank_lines": "when blank lines are ignored",
 }
 _MAX_LISTED_MATCHES = 10
 
@@ -168,10 +170,15 @@ def _locate(text: str, search: str, replace: str, where: str, index: int, total:
                 split, starts[0], search_lines, replace, trailing_newline, delta, layer, file_eol
             )
 
+    blank = _blank_lines_match(split, search_lines, replace, trailing_newline, file_eol,
+                               (where, index, total))
+    if blank is not None:
+        return blank
+
     closest = closest_window(split.contents, search_lines)
     parts = [
         f"{where}: `search` was not found in the file (also tried ignoring trailing whitespace,"
-        " indentation, tabs against spaces and Unicode punctuation)."
+        " indentation, tabs against spaces, Unicode punctuation and blank lines)."
     ]
     if closest is not None:
         parts.append(format_closest(closest))
@@ -305,6 +312,39 @@ def _line_match(
             replacement = replacement[:-1]
     eol = split.ending(start) or file_eol
     return _Match(split.starts[start], end, _to_eol(replacement, eol), layer)
+
+
+def _blank_lines_match(
+    split: _SplitText,
+    search_lines: list[str],
+    replace: str,
+    trailing_newline: bool,
+    file_eol: str,
+    label: tuple[str, int, int],
+) -> _Match | None:
+    """The last layer: blank lines ignored (``match_blank_lines.py``), still exactly one place."""
+    found = find_ignoring_blank_lines(split.contents, search_lines)
+    if len(found) > 1:
+        raise _ambiguous(*label, "blank_lines", [(m.first + 1, m.last + 1) for m in found])
+    if not found:
+        return None
+    match = found[0]
+    body = replace.replace("\r\n", "\n")
+    ends_line = trailing_newline and body.endswith("\n")
+    if ends_line:
+        body = body[:-1]
+    lines = replacement_lines(split.contents, search_lines,
+                              body.split("\n") if body or not ends_line else [], match)
+    replacement = "\n".join(lines) + ("\n" if ends_line and lines else "")
+    if not trailing_newline:
+        end = split.content_end(match.last)
+    elif split.has_newline(match.last):
+        end = split.line_end(match.last)
+    else:
+        end = len(split.text)  # the block ends the file, which has no final newline
+        replacement = replacement.removesuffix("\n")
+    eol = split.ending(match.first) or file_eol
+    return _Match(split.starts[match.first], end, _to_eol(replacement, eol), "blank_lines")
 
 
 def _ambiguous(
