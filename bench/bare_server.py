@@ -3,10 +3,11 @@ own text sync) and answers ``textDocument/codeAction``. Nothing else.
 
 - ``python -m bench.bare_server`` answers with an empty list: the floor of a round trip.
 - ``python -m bench.bare_server --same-answer`` answers with actions of the same shape and
-  count as AgentLS's (one quick fix per diagnostic in range, carrying that diagnostic, three
-  selection actions and Explain, each with a small JSON ``data``), built in the plainest way.
-  Against it, a ratio measures what AgentLS adds in building its list, not the cost of
-  sending and decoding 54 actions that any server offering them pays.
+  count as AgentLS's (with two or more problems in range one grouped fix carrying none, then
+  a quick fix for each of the first five, carrying its diagnostic; three selection actions
+  and Explain, each with a small JSON ``data``), built in the plainest way. Against it, a
+  ratio measures what AgentLS adds in building its list, not the cost of sending and
+  decoding the actions that any server offering them pays.
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ def same_answer(params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
     data = json.dumps({"uri": params.text_document.uri, "range": {
         "start": {"line": r.start.line, "character": r.start.character},
         "end": {"line": r.end.line, "character": r.end.character}}})
-    out = [lsp.CodeAction(title=f"Fix: {d.message}", kind=lsp.CodeActionKind.QuickFix,
-                          diagnostics=[d], data=data)
-           for d in params.context.diagnostics if _overlaps(d.range, r)]
+    found = [d for d in params.context.diagnostics if _overlaps(d.range, r)]
+    out = [lsp.CodeAction(title=f"Fix the {len(found)} problems", kind=lsp.CodeActionKind.QuickFix,
+                          data=data)] if len(found) > 1 else []
+    out += [lsp.CodeAction(title=f"Fix: {d.message}", kind=lsp.CodeActionKind.QuickFix,
+                           diagnostics=[d], data=data) for d in found[:5]]
     if r.start != r.end:
         out += [lsp.CodeAction(title=t, kind=lsp.CodeActionKind.RefactorRewrite, data=data)
                 for t in SELECTION_TITLES]

@@ -173,6 +173,67 @@ async def test_resolve_returns_a_versioned_minimal_edit(
     assert client.edits == []  # resolve returns the edit; it does not push one
 
 
+def problems(count: int) -> list[lsp.Diagnostic]:
+    return [lsp.Diagnostic(rng(line % 6, 0, line % 6, 3), f"problem number {line}",
+                           lsp.DiagnosticSeverity.Warning, source="lint")
+            for line in range(count)]
+
+
+async def test_many_problems_list_one_grouped_fix_above_a_handful(
+        client: AgentClient, project: Path, model: ReplayServer) -> None:
+    uri = open_calc(client, project)
+    whole = await list_actions(client, uri, rng(0, 0, 6, 0), problems(50))
+    on_a_line = await list_actions(client, uri, rng(1, 4, 1, 4), WRONG_OPERATOR_AND(1))
+
+    titles = [a.title for a in whole]
+    assert titles[0] == "AgentLS: Fix the 50 problems in the selection"
+    assert titles[1:6] == [f"AgentLS: Fix 'problem number {n}'" for n in range(5)]
+    assert titles[6:] == ["AgentLS: Rewrite selection…", "AgentLS: Add documentation",
+                          "AgentLS: Write tests", "AgentLS: Explain"]
+    grouped = whole[0]
+    assert grouped.kind == "quickfix" and not grouped.diagnostics
+    assert data_of(grouped)["action"] == "fixall"
+    answer = json.dumps(client.protocol._converter.unstructure(whole))
+    assert len(answer) <= 5_000, len(answer)  # the menu stays small whatever the count
+    assert [a.title for a in on_a_line][:1] == ["AgentLS: Fix the 2 problems on this line"]
+
+
+def WRONG_OPERATOR_AND(extra: int) -> list[lsp.Diagnostic]:
+    return [WRONG_OPERATOR, *problems(extra + 1)[1:extra + 1]]
+
+
+async def test_the_grouped_fix_runs_once_with_every_problem(
+        client: AgentClient, project: Path, model: ReplayServer) -> None:
+    model.load({"steps": [
+        {"match": {"tool_results": False}, "reply": {"tool_calls": [FIX_CALL]}},
+        {"match": {"tool_results": True}, "reply": {"text": "Fixed them."}},
+    ]})
+    uri = open_calc(client, project, version=2)
+    listed = await list_actions(client, uri, rng(0, 0, 6, 0), problems(12))
+
+    resolved = await client.code_action_resolve_async(listed[0])
+
+    assert apply_text_edits(CALC, single_document_edit(resolved.edit).edits) == FIXED
+    assert len(model.requests) == 2  # one run: the edit step and its answer
+    prompt = last_user_message(model.requests[0].body)
+    assert "Fix these 12 problems in src/calc.py" in prompt
+    assert all(f"problem number {n}" in prompt for n in range(12))
+
+
+async def test_a_grouped_fix_the_server_no_longer_knows_says_so(
+        client: AgentClient, project: Path, model: ReplayServer) -> None:
+    uri = open_calc(client, project, version=2)
+    listed = await list_actions(client, uri, rng(0, 0, 6, 0), problems(3))
+    forgotten = attrs.evolve(listed[0], data=listed[0].data.replace(  # type: ignore[union-attr]
+        '"line":0', '"line":1', 1))
+
+    resolved = await client.code_action_resolve_async(forgotten)
+
+    assert resolved.edit is None
+    assert any("no longer known" in m.message for m in client.messages)
+    assert model.requests == []
+
+
 async def test_changes_to_other_files_are_left_out_and_said(
         client: AgentClient, project: Path, model: ReplayServer) -> None:
     model.load({"steps": [

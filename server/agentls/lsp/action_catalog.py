@@ -94,12 +94,25 @@ class ActionSpec:
 
 
 FIX = ActionSpec("fix", "", "quickfix", needs_selection=False)
+# Every problem in the range in one run and one reviewed edit, above a handful of single fixes.
+FIX_ALL = ActionSpec("fixall", "", "quickfix", needs_selection=False)
 REWRITE = ActionSpec("rewrite", "AgentLS: Rewrite selection…", "refactor.rewrite", True)
 DOCUMENT = ActionSpec("document", "AgentLS: Add documentation", "refactor.rewrite", True)
 TESTS = ActionSpec("tests", "AgentLS: Write tests", "refactor.rewrite", True,
                    may_create_files=True)
 EXPLAIN = ActionSpec("explain", "AgentLS: Explain", "", needs_selection=False, edits=False)
-BUILTIN = {spec.id: spec for spec in (FIX, REWRITE, DOCUMENT, TESTS, EXPLAIN)}
+BUILTIN = {spec.id: spec for spec in (FIX, FIX_ALL, REWRITE, DOCUMENT, TESTS, EXPLAIN)}
+
+
+# Single fixes listed besides the grouped one: a menu stays a menu (issue 27).
+MAX_SINGLE_FIXES = 5
+# Listings whose diagnostics are kept for the grouped fix (it carries none, to stay small).
+RECALLED_LISTINGS = 32
+
+
+def fix_all_title(count: int, selection: bool) -> str:
+    where = "in the selection" if selection else "on this line"
+    return f"{TITLE_PREFIX}Fix the {count} problems {where}"
 
 
 def fix_title(message: str) -> str:
@@ -139,6 +152,9 @@ class ActionLister:
     """Lists the actions for one request; rebuilt when the settings change."""
 
     user_actions: tuple[ActionSpec, ...] = ()
+    # (uri, version, range) -> the diagnostics a grouped fix names, newest last.
+    _recalled: dict[tuple[str, int | None, tuple[int, int, int, int]],
+                    tuple[lsp.Diagnostic, ...]] = field(default_factory=dict, repr=False)
     _only_cache: dict[tuple[str, ...], tuple[bool, tuple[ActionSpec, ...],
                                              tuple[ActionSpec, ...]]] = field(
         default_factory=dict, repr=False)
@@ -153,7 +169,7 @@ class ActionLister:
         cached = self._only_cache.get(key)
         if cached is None:
             specs = [s for s in (*BUILTIN.values(), *self.user_actions)
-                     if s is not FIX and kind_allowed(s.kind, key)]
+                     if s not in (FIX, FIX_ALL) and kind_allowed(s.kind, key)]
             selection = tuple(s for s in specs if s.needs_selection)
             always = tuple(s for s in specs if not s.needs_selection)
             cached = (kind_allowed(FIX.kind, key), selection, always)
@@ -175,10 +191,15 @@ class ActionLister:
             separators=(",", ":"))[:-1]
         out: list[lsp.CodeAction] = []
         if fixes:
-            for diagnostic in params.context.diagnostics:
-                if _overlaps(diagnostic.range, request_range):
-                    out.append(_action(fix_title(diagnostic.message), FIX, shared, resolve,
-                                       [diagnostic]))
+            found = [d for d in params.context.diagnostics
+                     if _overlaps(d.range, request_range)]
+            if len(found) > 1:
+                self._recall(uri, version, request_range, found)
+                out.append(_action(fix_all_title(len(found), start != end), FIX_ALL, shared,
+                                   resolve, None))
+            for diagnostic in found[:MAX_SINGLE_FIXES]:
+                out.append(_action(fix_title(diagnostic.message), FIX, shared, resolve,
+                                   [diagnostic]))
         if start != end:
             for spec in selection_specs:
                 out.append(_action(spec.title, spec, shared, resolve, None))
@@ -190,6 +211,24 @@ class ActionLister:
             # Explain shows text rather than an edit: it always runs as a command.
             out.append(_action(spec.title, spec, shared, resolve and spec.edits, diagnostics))
         return out
+
+    def _recall(self, uri: str, version: int | None, selection: lsp.Range,
+                found: Sequence[lsp.Diagnostic]) -> None:
+        key = (uri, version, _range_key(selection))
+        self._recalled.pop(key, None)
+        self._recalled[key] = tuple(found)
+        while len(self._recalled) > RECALLED_LISTINGS:
+            del self._recalled[next(iter(self._recalled))]
+
+    def recalled(self, uri: str, version: int | None,
+                 selection: lsp.Range) -> tuple[lsp.Diagnostic, ...] | None:
+        """The diagnostics a grouped fix was listed for, while this server remembers them."""
+        return self._recalled.get((uri, version, _range_key(selection)))
+
+
+def _range_key(selection: lsp.Range) -> tuple[int, int, int, int]:
+    return (selection.start.line, selection.start.character, selection.end.line,
+            selection.end.character)
 
 
 def _action(title: str, spec: ActionSpec, shared: str, resolve: bool,

@@ -91,6 +91,9 @@ def action_prompt(spec: ActionSpec, target: ActionTarget) -> str:
                  "saying what you changed.")
     if spec.id == "fix":
         return f"Fix this problem in {target.display}:\n{diagnostic_lines(target)}\n\n{only_this}"
+    if spec.id == "fixall":
+        return (f"Fix these {len(target.diagnostics)} problems in {target.display}, all in one "
+                f"change:\n{diagnostic_lines(target)}\n\n{only_this}")
     if spec.id == "rewrite":
         return (f"Rewrite the selected code in {where} so it is clearer and simpler, without "
                 f"changing what it does. Keep the surrounding code as it is. {only_this}")

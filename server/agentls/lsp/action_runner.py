@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as lsp
 
 from agentls.lsp import delivery, documents
-from agentls.lsp.action_catalog import ActionSpec, action_data, fix_title, spec_for
+from agentls.lsp.action_catalog import (
+    ActionSpec,
+    action_data,
+    fix_all_title,
+    fix_title,
+    spec_for,
+)
 from agentls.lsp.action_prompts import (
     MAX_ITERATIONS,
     ActionTarget,
@@ -173,7 +179,10 @@ async def run_action(ls: ServerContext, data: ActionData,
     if spec is None:
         return ActionOutcome(None, message=f"AgentLS: the action {data.title or data.action!r} "
                              "is no longer in the settings (agentls.actions).")
-    if not spec.title:  # a fix is named after its diagnostic
+    if spec.id == "fixall":
+        spec = dataclasses.replace(spec, title=fix_all_title(
+            len(data.diagnostics), data.range.start != data.range.end))
+    elif not spec.title:  # a fix is named after its diagnostic
         message = data.diagnostics[0].message if data.diagnostics else "problem"
         spec = dataclasses.replace(spec, title=fix_title(message))
     target = build_target(ls, data)

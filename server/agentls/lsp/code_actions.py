@@ -13,6 +13,7 @@ User-defined actions come from the ``agentls.actions`` setting: ``[{title, kind,
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Generator, Iterable
 from pathlib import Path
@@ -24,6 +25,7 @@ from agentls.lsp import settings as lsp_settings
 from agentls.lsp.action_catalog import (
     ACTIONS_SETTING,
     ADVERTISED_KINDS,
+    FIX_ALL,
     RUN_ACTION_COMMAND,
     ActionLister,
     parse_user_actions,
@@ -85,11 +87,31 @@ async def resolve_action(ls: ServerContext, feature: CodeActions,
     except ParamsError as exc:
         log.info("codeAction/resolve of a foreign or broken action %r: %s", action.title, exc)
         return action
-    outcome = await run_action(ls, data, feature.lister.user_actions)
+    outcome = _unknown_problems(feature, data) or await run_action(
+        ls, _recalled(feature, data), feature.lister.user_actions)
     _tell(ls, outcome)
     if outcome.edit is not None:
         action.edit = outcome.edit
     return action
+
+
+def _recalled(feature: CodeActions, data: ActionData) -> ActionData:
+    """A grouped fix carries no diagnostics (its answer stays small): the listing kept them."""
+    if data.action != FIX_ALL.id:
+        return data
+    found = feature.lister.recalled(data.uri, data.version, data.range)
+    return dataclasses.replace(data, diagnostics=found or ())
+
+
+def _unknown_problems(feature: CodeActions, data: ActionData) -> ActionOutcome | None:
+    from agentls.lsp.action_runner import ActionOutcome
+
+    if data.action != FIX_ALL.id or feature.lister.recalled(data.uri, data.version,
+                                                            data.range):
+        return None
+    return ActionOutcome(FIX_ALL, message="AgentLS: the problems this fix was offered for are "
+                         "no longer known to the server (it restarted, or the file changed). "
+                         "Open the code actions again and choose the fix once more.")
 
 
 async def run_action_command(ls: ServerContext, feature: CodeActions,
@@ -107,7 +129,8 @@ async def run_action_command(ls: ServerContext, feature: CodeActions,
         data = parse_action_data(arguments[0])
     except ParamsError as exc:
         raise JsonRpcInvalidParams(str(exc)) from None
-    outcome = await run_action(ls, data, feature.lister.user_actions)
+    outcome = _unknown_problems(feature, data) or await run_action(
+        ls, _recalled(feature, data), feature.lister.user_actions)
     _tell(ls, outcome)
     payload = outcome.payload()
     if outcome.explanation is not None:
