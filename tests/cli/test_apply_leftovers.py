@@ -5,12 +5,14 @@ start reads the journals, never walks the workspace."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from tests.cli.headless_helpers import agentls, fix_add_steps
+from tests.cli.headless_helpers import agentls, call, fix_add_steps
 
 from agentls.devtools.replay import ReplayServer
 from agentls.tools.apply_leftovers import SUFFIXES, WriteJournal, clean_stale, journal_dir
@@ -108,3 +110,73 @@ def test_the_start_reads_journals_not_the_tree(tmp_path: Path,
         (tmp_path / f"d{i}").mkdir()
     clean_stale()
     assert walked == []
+
+
+# Loaded by the real `agentls run` through PYTHONPATH: the first file swapped into the new
+# folder stalls the write for good (after every file is staged there), so the test can kill
+# the process at that moment.
+STALL_SITECUSTOMIZE = """
+import os, time
+_real_replace = os.replace
+def _stall(src, dst, *args, **kwargs):
+    if os.sep + "generated" + os.sep in os.fspath(dst):
+        open(os.environ["AGENTLS_TEST_STALLED"], "w").close()
+        time.sleep(600)
+    return _real_replace(src, dst, *args, **kwargs)
+os.replace = _stall
+"""
+
+
+def test_agentls_run_killed_mid_write_leaves_no_new_folder_after_the_next_start(
+        server: ReplayServer, env: dict[str, str], project: Path, tmp_path: Path) -> None:
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(STALL_SITECUSTOMIZE)
+    stalled = tmp_path / "stalled"
+    server.load({"steps": [
+        {"match": {"user": "generate", "tool_results": False}, "reply": {"tool_calls": [
+            call("write_file", "w1", path="generated/deep/a.py", content="A = 1\n"),
+            call("write_file", "w2", path="generated/deep/b.py", content="B = 2\n")]}},
+        {"match": {"user": "generate", "tool": "write_file"}, "reply": {"text": "Written."}},
+        *fix_add_steps(),
+    ]})
+    killed_env = {**env, "AGENTLS_TEST_STALLED": str(stalled),
+                  "PYTHONPATH": os.pathsep.join([str(hooks), env.get("PYTHONPATH", "")])}
+    run = subprocess.Popen([sys.executable, "-m", "agentls", "run", "-p", "generate the files",
+                            "--cwd", str(project), "--yes"], env=killed_env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not stalled.exists():
+            assert run.poll() is None, "agentls run ended before its write stalled"
+            assert time.monotonic() < deadline, "agentls run never reached its write"
+            time.sleep(0.05)
+        run.send_signal(signal.SIGKILL)  # mid-write: the new folders exist, nothing swapped
+        run.wait(timeout=10)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    staged = [p.name for p in (project / "generated" / "deep").iterdir()]
+    assert staged and all(name.endswith(".agentls-tmp") for name in staged), staged
+
+    done = agentls("run", "-p", "fix add", "--cwd", str(project), "--yes", env=env)
+
+    assert done.returncode == 0, done.stderr
+    assert not (project / "generated").exists()  # all or nothing includes the folders
+    assert list(journal_dir().glob("*.list")) == []
+
+
+def test_a_folder_a_dead_apply_made_stays_when_something_else_is_in_it(
+        tmp_path: Path) -> None:
+    made = tmp_path / "new"
+    dead = 2 ** 22 + 17  # above pid_max's default: no such process
+    journal = journal_dir()
+    journal.mkdir(parents=True, exist_ok=True)
+    (journal / f"{dead}-00000000.list").write_text(
+        f"dir:{made}\ndir:{made / 'inner'}\ndir:{tmp_path / 'never-made'}\n")
+    (made / "inner").mkdir(parents=True)
+    (made / "kept.txt").write_text("someone else's\n")
+    removed = clean_stale()
+    assert removed == [made / "inner"]
+    assert (made / "kept.txt").exists() and list(journal.glob("*.list")) == []

@@ -1,12 +1,15 @@
 """Temporary and backup files of an apply that was killed midway (``.NAME.PID-HEX.agentls-tmp``,
-``….agentls-bak``): hidden from ``git status`` while they exist, removed on the next start.
+``….agentls-bak``), and the folders it created for new files: hidden from ``git status`` while
+they exist, removed on the next start.
 
-Every apply names its temporary and backup files in a journal (one small file per apply in
-the user state directory, ``pending-writes/PID-HEX.list``) *before* creating them, and
-removes the journal when it ends, whatever the outcome. A start reads the journals (a handful
-of files, whatever the size of the workspace: no walk of the tree) and, for each whose writer
-is dead, removes the files it names (only ours: our suffix, that writer's pid in the name,
-older than this process), then the journal. A concurrent apply's files are left alone.
+Every apply names its temporary and backup files, and each folder it is about to create
+(``dir:PATH``), in a journal (one small file per apply in the user state directory,
+``pending-writes/PID-HEX.list``) *before* creating them, and removes the journal when it
+ends, whatever the outcome. A start reads the journals (a handful of files, whatever the size
+of the workspace: no walk of the tree) and, for each whose writer is dead, removes the files
+it names (only ours: our suffix, that writer's pid in the name, older than this process),
+then the folders it names that are empty (deepest first; one holding anything stays), then
+the journal. A concurrent apply's files are left alone.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ SUFFIXES = (".agentls-tmp", ".agentls-bak")
 GIT_EXCLUDE_LINES = ("*.agentls-tmp", "*.agentls-bak")
 _NAME = re.compile(r"^\..*\.(\d+)-[0-9a-f]+\.agentls-(?:tmp|bak)$")
 _STARTED = time.time()
+DIR_PREFIX = "dir:"  # a journal line naming a folder the apply created (paths are absolute)
 
 
 def leftover_name(path: Path, what: str, token: str) -> Path:
@@ -69,6 +73,13 @@ class WriteJournal:
 
     def record(self, leftover: Path) -> None:
         """Name ``leftover`` before it exists (a kill right after creating it is covered)."""
+        self._write(f"{leftover}\n")
+
+    def record_dir(self, folder: Path) -> None:
+        """Name a folder the apply is about to create (removed, if empty, after a kill)."""
+        self._write(f"{DIR_PREFIX}{folder}\n")
+
+    def _write(self, line: str) -> None:
         if self._handle is None:
             directory = journal_dir()
             try:
@@ -79,7 +90,7 @@ class WriteJournal:
                 log.info("cannot keep the write journal in %s: %s", directory, exc)
                 self.path = None
                 return
-        self._handle.write(f"{leftover}\n")
+        self._handle.write(line)
         self._handle.flush()  # in the kernel's hands: survives a kill -9 of this process
 
     def close(self) -> None:
@@ -108,17 +119,37 @@ def clean_stale() -> list[Path]:
             named = journal.read_text(encoding="utf-8").splitlines()
         except OSError:
             continue
+        folders: list[Path] = []
         for line in named:
+            if line.startswith(DIR_PREFIX):
+                folders.append(Path(line[len(DIR_PREFIX):]))
+                continue
             path = Path(line)
             if line and _is_stale(path, pid):
                 with contextlib.suppress(OSError):
                     path.unlink()
                     removed.append(path)
+        removed += _remove_empty(folders)
         with contextlib.suppress(OSError):
             journal.unlink()
     if removed:
         log.info("removed %d file(s) left by an interrupted apply: %s", len(removed),
                  ", ".join(str(p) for p in removed[:5]))
+    return removed
+
+
+def _remove_empty(folders: list[Path]) -> list[Path]:
+    """The folders a dead apply created, deepest first, each if empty (``rmdir`` refuses one
+    that holds anything: what is in it stays; an empty folder has nothing to lose)."""
+    removed: list[Path] = []
+    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+        try:
+            if not folder.is_symlink():
+                os.rmdir(folder)
+        except OSError:
+            continue
+        if not folder.exists():
+            removed.append(folder)
     return removed
 
 

@@ -1,7 +1,7 @@
 """Writing a ChangeSet to disk, all or nothing: every target checked writable first, each new
 content staged beside its target and fsynced, swapped in with ``os.replace``, hard-link
-backups to restore from on any failure; temp and backup names journalled (``apply_leftovers``)
-so a kill midway is cleaned up at the next start."""
+backups to restore from on any failure; temp and backup names, and the folders made for new
+files, journalled (``apply_leftovers``) so a kill midway is cleaned up at the next start."""
 
 from __future__ import annotations
 
@@ -105,6 +105,7 @@ class DiskWriter:
             missing.append(directory)
             directory = directory.parent
         for d in reversed(missing):
+            self.leftovers.record_dir(d)  # before it exists: a kill right after is covered
             os.mkdir(d)
             self.made_dirs.append(d)
 
