@@ -108,12 +108,13 @@ def test_a_delete_is_previewed_not_silently_done(editor: Editor, model: ReplaySe
     editor.nvim.command("AgentChat delete the readme")
     editor.wait("the preview", lambda: editor.lua("return require('agentls.preview').waiting()"))
     screen = editor.capture("preview-delete")
-    assert "README.md (deleted, 1 line)" in screen and "-# calc" in screen
+    assert "README.md (deleted, 1 line): pending" in screen
+    assert editor.lua("return require('agentls.review').state().files[1].kind") == "delete"
     assert (project / "README.md").exists()
     editor.nvim.command("AgentReject")
     editor.wait("the run to end", lambda: not running(editor))
     assert (project / "README.md").read_text() == "# calc\n"
-    assert "edit not applied: rejected in the preview" in chat_text(editor)
+    assert "rejected deleted README.md" in chat_text(editor)
 
     editor.nvim.command("AgentChat delete the readme")
     editor.wait("the preview", lambda: editor.lua("return require('agentls.preview').waiting()"))

@@ -1,13 +1,21 @@
-"""Edits in real Neovim: every AgentLS edit is previewed as a diff and applied only when the
-person says so; the server hears the truth."""
+"""Edits in real Neovim with `review = "float"`: every AgentLS edit is previewed as one diff
+and applied only when the person says so; the server hears the truth. (The default inline
+review is tested in test_review.py.)"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from agentls.devtools.replay import ReplayServer
 from tests.lsp.conftest import call
 from tests.nvim.conftest import Editor
+
+
+@pytest.fixture(autouse=True)
+def float_review(editor: Editor) -> None:
+    editor.lua("require('agentls.config').options.review = 'float'")
 
 CALC = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"

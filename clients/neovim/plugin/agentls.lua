@@ -29,6 +29,15 @@ end, { desc = "AgentLS: apply the edit in the preview" })
 cmd("AgentReject", function()
   require("agentls.preview").decide("reject")
 end, { desc = "AgentLS: reject the edit in the preview" })
+cmd("AgentReview", function(o)
+  require("agentls.review").action(o.args)
+end, {
+  nargs = "?",
+  complete = function()
+    return require("agentls.review").action_names
+  end,
+  desc = "AgentLS: the open review: accept, reject, next, prev, accept_all, reject_all, list",
+})
 cmd("AgentSend", function()
   require("agentls.chat").send_prompt_area()
 end, { desc = "AgentLS: send the chat buffer's prompt area" })

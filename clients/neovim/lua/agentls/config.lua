@@ -29,6 +29,19 @@ M.defaults = {
     reject = "r", -- preview: reject it (also q)
   },
   notify = true, -- $/progress and run state through vim.notify
+  -- How an edit is reviewed: "inline" in the buffers, hunk by hunk (`:help agentls-review`),
+  -- or "float": the whole edit as one diff, applied or rejected at once.
+  review = "inline",
+  -- Keys of the inline review, set in the reviewed buffers and the review list while a
+  -- review is open (buffer-local mappings there are put back after); false disables one.
+  review_keys = {
+    accept = "ga", -- keep the change under the cursor (in the list: that line's change or file)
+    reject = "gr", -- reject it: its old lines come back
+    next = "]h", -- next pending change (across files)
+    prev = "[h", -- previous pending change
+    accept_all = "gA", -- keep every pending change
+    reject_all = "gR", -- reject every pending change
+  },
 }
 
 -- The table form of vim.validate works on 0.10 and 0.11 alike.
@@ -61,6 +74,22 @@ local function check(opts)
     validate("keymaps." .. name, key, { "string", "boolean" })
   end
   validate("notify", opts.notify, "boolean")
+  if opts.review ~= "inline" and opts.review ~= "float" then
+    error("agentls: review must be 'inline' or 'float', not " .. vim.inspect(opts.review), 0)
+  end
+  validate("review_keys", opts.review_keys, "table")
+  for name, key in pairs(opts.review_keys) do
+    if M.defaults.review_keys[name] == nil then
+      error(
+        "agentls: review_keys."
+          .. name
+          .. " is not a review key; they are accept, reject, next, prev, "
+          .. "accept_all, reject_all",
+        0
+      )
+    end
+    validate("review_keys." .. name, key, { "string", "boolean" })
+  end
   if not opts.api_key_env:match("^[%a_][%w_]*$") then
     error("agentls: api_key_env must be an environment variable name, not " .. vim.inspect(opts.api_key_env), 0)
   end

@@ -13,6 +13,10 @@ M.groups = {
   AgentlsChatTool = "Comment",
   AgentlsChatError = "DiagnosticError",
   AgentlsPromptSeparator = "FloatBorder",
+  AgentlsReviewAdd = "DiffAdd", -- a proposed line in the buffer
+  AgentlsReviewDelete = "DiffDelete", -- a removed line (virtual)
+  AgentlsReviewSignAdd = "Added",
+  AgentlsReviewSignDelete = "Removed",
 }
 
 function M.setup()

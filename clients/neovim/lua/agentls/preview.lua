@@ -259,6 +259,11 @@ end
 
 --- :AgentApply / :AgentReject: answer the open preview.
 function M.decide(answer)
+  local review = require("agentls.review")
+  if not pending and review.waiting() then
+    review.action(answer == "apply" and "accept_all" or "reject_all")
+    return
+  end
   if not pending then
     vim.notify("AgentLS: no edit is waiting for an answer", vim.log.levels.WARN)
     return
@@ -267,7 +272,7 @@ function M.decide(answer)
 end
 
 function M.waiting()
-  return pending ~= nil
+  return pending ~= nil or require("agentls.review").waiting()
 end
 
 local function needs_confirmation(edit)
@@ -309,6 +314,9 @@ function M.handle(_, params, ctx)
   if stale then
     require("agentls").notify("AgentLS: " .. stale, vim.log.levels.WARN)
     return { applied = false, failureReason = stale }
+  end
+  if config.options.review == "inline" and needs_confirmation(edit) then
+    return require("agentls.review").run(edit, params.label, encoding, client, M.files)
   end
   local ok, files = pcall(M.files, edit, encoding)
   if not ok then

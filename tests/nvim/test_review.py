@@ -1,0 +1,198 @@
+"""The review in the buffer, in real Neovim against the real server and the scripted model:
+hunk by hunk, several files (created and deleted ones too), from insert mode, undo; the
+answer to workspace/applyEdit is the truth and the server records what was kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentls.devtools.replay import ReplayServer
+from tests.lsp.conftest import call
+from tests.nvim.conftest import Editor
+
+MATH = "".join(f"line {i}\n" for i in range(1, 21))
+FIRST = MATH.replace("line 2\n", "line two\n")
+BOTH = FIRST.replace("line 18\n", "line eighteen\n")
+TWO_HUNKS = call("edit_file", "e1", path="src/math.txt", edits=[
+    {"search": "line 2\n", "replace": "line two\n"},
+    {"search": "line 18\n", "replace": "line eighteen\n"}])
+
+STATE = "return require('agentls.review').state()"
+
+
+def chat_text(editor: Editor) -> str:
+    return str(editor.lua("local s = require('agentls.chat').state()"
+                          " return table.concat(vim.api.nvim_buf_get_lines(s.bufnr, 0, -1, false),"
+                          " '\\n')"))
+
+
+def running(editor: Editor) -> bool:
+    return bool(editor.lua("return require('agentls.chat').state().run ~= nil"))
+
+
+def wait_review(editor: Editor) -> dict:
+    state: dict = editor.wait("the review", lambda: editor.lua(STATE))
+    return state
+
+
+def two_hunk_turn(model: ReplayServer, times: int = 1) -> None:
+    model.load({"steps": [
+        {"match": {"tool_results": False}, "times": times, "reply": {"tool_calls": [TWO_HUNKS]}},
+        {"match": {"tool_results": True}, "times": times, "reply": {"text": "Renamed two lines."}},
+        {"reply": {"text": "Understood."}},
+    ]})
+
+
+def keys(editor: Editor, typed: str) -> None:
+    editor.nvim.input(typed)
+    editor.lua("return 1")  # the input is handled before the next request
+
+
+def test_keep_one_of_two_hunks(editor: Editor, model: ReplayServer, project: Path) -> None:
+    (project / "src" / "math.txt").write_text(MATH)
+    two_hunk_turn(model)
+    bufnr = editor.open("src/math.txt")
+    editor.nvim.command("AgentChat rename lines 2 and 18")
+
+    state = wait_review(editor)
+    assert state["files"][0]["hunks"] == ["pending", "pending"]
+    # Drawn in the buffer: the proposal in place, the old line as a virtual line, signs.
+    assert editor.lines(bufnr) == BOTH.splitlines()
+    marks = editor.lua("return vim.api.nvim_buf_get_extmarks(..., -1, 0, -1, {details = true})",
+                       bufnr)
+    virt = [m[3]["virt_lines"][0][0][0].strip() for m in marks if m[3].get("virt_lines")]
+    assert virt == ["line 2", "line 18"]
+    assert sum(1 for m in marks if (m[3].get("sign_text") or "").strip() == "+") == 2
+    assert editor.lua("return vim.api.nvim_get_mode().mode") == "n"
+    assert (project / "src" / "math.txt").read_text() == MATH
+    editor.capture("review-inline")
+
+    # The cursor is on the first change: keep it; then the second: reject it.
+    keys(editor, "ga")
+    assert editor.lua(STATE)["files"][0]["hunks"] == ["kept", "pending"]
+    assert editor.lua("return vim.api.nvim_win_get_cursor(0)[1]") == 18
+    keys(editor, "gr")
+
+    editor.wait("the run to end", lambda: not running(editor))
+    assert editor.lua(STATE) is None
+    assert editor.lines(bufnr) == FIRST.splitlines()
+    assert (project / "src" / "math.txt").read_text() == FIRST
+    text = chat_text(editor)
+    assert "kept 1 of 2 changes in src/math.txt (1)" in text
+    assert not editor.lua("return vim.bo[...].modified", bufnr)
+    # No marks or review keys left behind.
+    assert editor.lua("return #vim.api.nvim_buf_get_extmarks(..., -1, 0, -1, {})", bufnr) == 0
+    assert editor.lua("return vim.fn.maparg('ga', 'n')") == ""
+
+    # Undo takes back exactly what was kept.
+    keys(editor, "u")
+    assert editor.lines(bufnr) == MATH.splitlines()
+
+
+def test_reject_all_changes_nothing(editor: Editor, model: ReplayServer, project: Path) -> None:
+    (project / "src" / "math.txt").write_text(MATH)
+    two_hunk_turn(model)
+    bufnr = editor.open("src/math.txt")
+    editor.nvim.command("AgentChat rename lines 2 and 18")
+    wait_review(editor)
+
+    keys(editor, "gR")
+
+    editor.wait("the run to end", lambda: not running(editor))
+    assert editor.lines(bufnr) == MATH.splitlines()
+    assert (project / "src" / "math.txt").read_text() == MATH
+    assert not editor.lua("return vim.bo[...].modified", bufnr)
+    assert "rejected src/math.txt" in chat_text(editor)
+
+
+def test_accept_all_from_insert_mode(editor: Editor, model: ReplayServer,
+                                     project: Path) -> None:
+    (project / "src" / "math.txt").write_text(MATH)
+    two_hunk_turn(model)
+    bufnr = editor.open("src/math.txt")
+    editor.nvim.command("AgentChat")
+    # In the prompt area, in insert mode, the person types and sends with <C-s>.
+    editor.nvim.input("Grename lines 2 and 18<C-s>")
+    editor.nvim.input("")  # still in insert mode when the review arrives
+
+    wait_review(editor)
+    editor.wait("normal mode", lambda: editor.lua("return vim.api.nvim_get_mode().mode") == "n")
+    assert editor.lua("return vim.api.nvim_get_current_buf()") == bufnr
+    keys(editor, "gA")
+
+    editor.wait("the run to end", lambda: not running(editor))
+    assert (project / "src" / "math.txt").read_text() == BOTH
+    assert "edit applied" in chat_text(editor)
+    keys(editor, "u")
+    assert editor.lines(bufnr) == MATH.splitlines()
+
+
+def test_several_files_with_a_create_and_a_delete(editor: Editor, model: ReplayServer,
+                                                  project: Path) -> None:
+    (project / "src" / "math.txt").write_text(MATH)
+    model.load({"steps": [
+        {"match": {"tool_results": False}, "reply": {"tool_calls": [
+            TWO_HUNKS,
+            call("write_file", "w1", path="src/new.py", content="print('new')\n"),
+            call("delete_file", "d1", path="README.md")]}},
+        {"match": {"tool_results": True}, "reply": {"text": "Done."}},
+    ]})
+    editor.open("src/calc.py")
+    editor.nvim.command("AgentChat three changes")
+    state = wait_review(editor)
+    kinds = {Path(f["path"]).name: f["kind"] for f in state["files"]}
+    assert kinds == {"math.txt": "update", "new.py": "create", "README.md": "delete"}
+    screen = editor.capture("review-list")
+    assert "AgentLS: 3 files changed (review)" in screen
+    assert "src/new.py (created): pending" in screen
+    assert "README.md (deleted, 1 line): pending" in screen
+    assert "src/math.txt (changed): 2 changes, pending" in screen
+
+    # In the list: keep the created file, reject the delete, keep math.txt's first change.
+    list_win = editor.lua("for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do"
+                          " if vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(w))"
+                          ":find('agentls://review') then return w end end")
+    editor.lua("vim.api.nvim_set_current_win(...)", list_win)
+    rows = editor.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)")
+
+    def goto(text: str) -> None:
+        row = next(i for i, line in enumerate(rows) if text in line) + 1
+        editor.lua("vim.api.nvim_set_current_win(...) vim.api.nvim_win_set_cursor(0, {"
+                   + str(row) + ", 0})", list_win)
+
+    goto("src/new.py (created)")
+    keys(editor, "ga")
+    assert (project / "src" / "new.py").read_text() == "print('new')\n"
+    # The deleted file's lines are shown under its line in the list.
+    listed = editor.lua("local b = vim.api.nvim_win_get_buf(...)"
+                        " local out = {} for _, m in ipairs(vim.api.nvim_buf_get_extmarks(b, -1,"
+                        " 0, -1, {details = true})) do for _, l in ipairs(m[4].virt_lines or {})"
+                        " do table.insert(out, l[1][1]) end end return out", list_win)
+    assert "    -# calc" in listed
+    goto("README.md (deleted")
+    keys(editor, "gr")
+    goto("change 1")
+    keys(editor, "ga")
+    goto("change 2")
+    keys(editor, "gr")
+
+    editor.wait("the run to end", lambda: not running(editor))
+    assert (project / "README.md").read_text() == "# calc\n"
+    assert (project / "src" / "math.txt").read_text() == FIRST
+    text = chat_text(editor)
+    assert "kept created src/new.py" in text and "rejected deleted README.md" in text
+
+
+def test_a_second_review_while_one_is_open_is_refused(editor: Editor, model: ReplayServer,
+                                                      project: Path) -> None:
+    (project / "src" / "math.txt").write_text(MATH)
+    two_hunk_turn(model)
+    editor.open("src/math.txt")
+    editor.nvim.command("AgentChat rename lines 2 and 18")
+    wait_review(editor)
+    answer = editor.lua("return require('agentls.review').run({documentChanges = {}}, 'x',"
+                        " 'utf-16', nil, require('agentls.preview').files)")
+    assert answer["applied"] is False
+    assert "another AgentLS review is still open (src/math.txt)" in answer["failureReason"]
+    keys(editor, "gA")
+    editor.wait("the run to end", lambda: not running(editor))
