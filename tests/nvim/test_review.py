@@ -78,13 +78,30 @@ def test_keep_one_of_two_hunks(editor: Editor, model: ReplayServer, project: Pat
     assert editor.lines(bufnr) == FIRST.splitlines()
     assert (project / "src" / "math.txt").read_text() == FIRST
     text = chat_text(editor)
-    assert "kept 1 of 2 changes in src/math.txt (1)" in text
+    assert "edit partly applied: kept 1 of 2 changes in src/math.txt" in text
     assert not editor.lua("return vim.bo[...].modified", bufnr)
     # No marks or review keys left behind.
     assert editor.lua("return #vim.api.nvim_buf_get_extmarks(..., -1, 0, -1, {})", bufnr) == 0
     assert editor.lua("return vim.fn.maparg('ga', 'n')") == ""
 
+    # The server recorded what was kept, and the model's next request says so exactly.
+    session = editor.lua("return require('agentls.chat').state().session")
+    history = editor.lua("local c = require('agentls').client() return"
+                         " c:request_sync('agentls/history', {sessionId = ...}, 10000).result",
+                         session)
+    reviews = [m["metadata"]["review"] for m in history["messages"]
+               if (m.get("metadata") or {}).get("review")]
+    assert reviews == [[{"path": str(project / "src" / "math.txt"), "kind": "update",
+                         "state": "partial", "hunks": 2, "kept": [1]}]]
+    editor.nvim.command("AgentChat go on")
+    editor.wait("the next answer", lambda: "Understood." in chat_text(editor))
+    told = str(model.requests[-1].body["messages"])
+    assert "kept 1 of your 2 changes to src/math.txt (changes 1)" in told
+    assert "[line 18] -> [line eighteen]" in told
+
     # Undo takes back exactly what was kept.
+    editor.nvim.command("wincmd p")
+    editor.lua("vim.api.nvim_set_current_buf(...)", bufnr)
     keys(editor, "u")
     assert editor.lines(bufnr) == MATH.splitlines()
 
@@ -102,7 +119,7 @@ def test_reject_all_changes_nothing(editor: Editor, model: ReplayServer, project
     assert editor.lines(bufnr) == MATH.splitlines()
     assert (project / "src" / "math.txt").read_text() == MATH
     assert not editor.lua("return vim.bo[...].modified", bufnr)
-    assert "rejected src/math.txt" in chat_text(editor)
+    assert "edit not applied: rejected src/math.txt" in chat_text(editor)
 
 
 def test_accept_all_from_insert_mode(editor: Editor, model: ReplayServer,
@@ -180,7 +197,8 @@ def test_several_files_with_a_create_and_a_delete(editor: Editor, model: ReplayS
     assert (project / "README.md").read_text() == "# calc\n"
     assert (project / "src" / "math.txt").read_text() == FIRST
     text = chat_text(editor)
-    assert "kept created src/new.py" in text and "rejected deleted README.md" in text
+    assert ("edit partly applied: kept 1 of 2 changes in src/math.txt; kept created src/new.py;"
+            " rejected deleted README.md") in text
 
 
 def test_a_second_review_while_one_is_open_is_refused(editor: Editor, model: ReplayServer,
@@ -196,3 +214,18 @@ def test_a_second_review_while_one_is_open_is_refused(editor: Editor, model: Rep
     assert "another AgentLS review is still open (src/math.txt)" in answer["failureReason"]
     keys(editor, "gA")
     editor.wait("the run to end", lambda: not running(editor))
+
+
+def test_help_works_with_the_packadd_recipe(editor: Editor, tmp_path: Path) -> None:
+    editor.nvim.command("help agentls-review")
+    assert editor.lua("return vim.fn.expand('%:t')") == "agentls.txt"
+    assert "ga      keep the change under the cursor" in "\n".join(
+        editor.lines(editor.lua("return vim.api.nvim_get_current_buf()")))
+    # The shipped doc/tags is what :helptags makes of the shipped doc.
+    from tests.nvim.conftest import PLUGIN
+    copy = tmp_path / "doc"
+    copy.mkdir()
+    (copy / "agentls.txt").write_bytes((PLUGIN / "doc" / "agentls.txt").read_bytes())
+    editor.nvim.command(f"helptags {copy}")
+    assert (copy / "tags").read_text() == (PLUGIN / "doc" / "tags").read_text(), (
+        "doc/tags is stale: run `nvim --headless -c 'helptags clients/neovim/doc' -c q`")

@@ -36,7 +36,7 @@ from agentls.engine.review_notes import add_notes
 from agentls.engine.review_notes import pending_notes as pending_notes
 from agentls.engine.review_notes import record_withdrawn as record_withdrawn
 from agentls.engine.review_notes import set_notes as set_notes
-from agentls.lsp import documents
+from agentls.lsp import documents, review_check
 from agentls.lsp.edits import WorkspaceEditPlan, plan_workspace_edit
 from agentls.lsp.turn import Delivery
 from agentls.tools.changeset import Base, ChangeSet
@@ -252,12 +252,18 @@ async def deliver(ls: ServerContext, store: SessionStore, session_id: str,
     params = lsp.ApplyWorkspaceEditParams(edit=edit_plan.edit, label=label_for(files))
     sent = sent_documents(edit_plan.edit, changeset)
 
+    sent_changes = [change for change in changeset.changes() if change.path not in skipped]
+
     async def send() -> Delivery:
         try:
             response = await ls.workspace_apply_edit_async(params)
             applied, reason = bool(response.applied), response.failure_reason
         except Exception as exc:  # the client answered with an error: nothing was applied
             applied, reason = False, f"the editor failed to apply the edit: {exc}"
+        if not applied:  # none, or some of it: the documents say which
+            reviews = await review_check.read_reviews(ls, sent_changes)
+            if review_check.settled(reviews):
+                return _reviewed(reviews, reason)
         applied, reason, stale = await check_answer(ls, applied, reason, sent, names)
         if stale:
             shown = names(sent_paths)
@@ -276,6 +282,20 @@ async def deliver(ls: ServerContext, store: SessionStore, session_id: str,
         return _record(store, session_id, result, Delivery(applied, reason, skipped=skipped),
                        notes)
 
+    def _reviewed(reviews: list[review_check.FileReview], reason: str | None) -> Delivery:
+        display = workspace.display_path
+        if not review_check.some_kept(reviews):
+            why = f" (the editor said: {reason})" if reason else ""
+            notes.append(f"the person rejected your changes to {names(sent_paths)}{why}; "
+                         "those files are as they were before your last turn.")
+            return _record(store, session_id, result, Delivery(False, reason, skipped=skipped),
+                           notes)
+        text = review_check.summary(reviews, display)
+        notes.extend(review_check.notes(reviews, display))
+        frontend.status(f"review: {text}")
+        return _record(store, session_id, result, Delivery(
+            False, text, skipped=skipped, partial=tuple(r.record() for r in reviews)), notes)
+
     on_send()
     # Kept by the server: the answer is recorded even if this request is cancelled.
     return await asyncio.shield(ls.spawn(send()))
@@ -284,7 +304,8 @@ async def deliver(ls: ServerContext, store: SessionStore, session_id: str,
 def _record(store: SessionStore, session_id: str, result: RunResult, delivery: Delivery,
             notes: list[str]) -> Delivery:
     if result.actions_message_id is not None:
+        review = {"review": list(delivery.partial)} if delivery.partial else {}
         store.update_metadata(result.actions_message_id, applied=delivery.applied,
-                              failure_reason=delivery.failure_reason)
+                              failure_reason=delivery.failure_reason, **review)
     add_notes(store, session_id, notes)
     return delivery

@@ -68,6 +68,7 @@ class ChatResult(TypedDict, total=False):
     changes: list[FileChangePayload]
     applied: bool | None  # None: nothing was sent to the editor
     failureReason: str
+    partial: bool  # some of the edit was kept, some not: failureReason says what
     error: ErrorPayload
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentls.lsp.protocol import ChatResult, ErrorPayload, FileChangePayload
 
@@ -24,6 +24,8 @@ class Delivery:
     failure_reason: str | None = None
     stale: tuple[Path, ...] = ()
     skipped: tuple[Path, ...] = ()  # changes this client cannot receive as an edit
+    # Some of it kept, some not (a partial review, lsp/review_check.py): per file, its record.
+    partial: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass
@@ -77,6 +79,8 @@ class Turn:
                            "changes": self.changes(), "applied": self.applied}
         if self.delivery is not None and self.delivery.failure_reason:
             out["failureReason"] = self.delivery.failure_reason
+        if self.delivery is not None and self.delivery.partial:
+            out["partial"] = True
         if self.error is not None:
             out["error"] = self.error
         return out

@@ -135,6 +135,8 @@ function M.send(prompt, context)
     end
     if result.applied == true then
       table.insert(tail, "edit applied")
+    elseif result.partial then -- what the review kept, as the server read it
+      table.insert(tail, "edit partly applied: " .. (result.failureReason or ""))
     elseif result.applied == false then
       table.insert(tail, "edit not applied" .. (result.failureReason and (": " .. result.failureReason) or ""))
     end
