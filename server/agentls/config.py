@@ -47,6 +47,7 @@ from agentls.config_models import (
     BackendConfig,
     CacheConfig,
     CompactionConfig,
+    CompletionConfig,
     IndexConfig,
     RetryConfig,
     Settings,
@@ -55,6 +56,7 @@ from agentls.config_models import (
 
 __all__ = [
     "APP_NAME", "KEYS", "WORKSPACE_DIR", "BackendConfig", "CacheConfig", "CompactionConfig",
+    "CompletionConfig",
     "ConfigError", "IndexConfig", "KeyInfo", "Layer", "LoadedSettings", "RetryConfig",
     "Settings", "api_key",
     "check_base_url", "deep_merge", "default_backends", "env_layer", "flatten", "get_dotted",

@@ -126,6 +126,57 @@ class IndexConfig(BaseModel):
         return value
 
 
+class CompletionConfig(BaseModel):
+    """Inline completion as you type (DESIGN.md decision 15): its own small model, never the
+    agent loop. Off until a completion model is set (or ``enabled`` is true)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool | None = Field(
+        None, description="Ghost-text completion as you type; default: on when "
+        "`completion.model` is set.", examples=["true"])
+    backend: str = Field("", description="The backend (a key of `backends`) whose server "
+                         "answers completions; empty = the active `backend`.",
+                         examples=["ollama"])
+    model: str = Field("", description="The completion model (a small fill-in-the-middle "
+                       "model, e.g. qwen2.5-coder:1.5b); empty = the backend's model, used "
+                       "only when `completion.enabled` is true.",
+                       examples=["qwen2.5-coder:1.5b-base"])
+    fim: Literal["auto", "suffix", "template", "chat"] = Field(
+        "auto", description="How the request is made: `suffix` = /v1/completions with "
+        "`suffix` (Ollama); `template` = /v1/completions with the model's FIM template "
+        "(vLLM, llama.cpp); `chat` = a chat model with a strict prompt (last resort); `auto` "
+        "= suffix, then the template when the server refuses `suffix`, then chat when no "
+        "template fits the model name.", examples=["template"])
+    template: str = Field(
+        "", description="FIM template: empty = chosen by model name; `qwen`, `starcoder2`, "
+        "`deepseek`, `codellama`, `codestral`; or your own text with {prefix} and {suffix}.",
+        examples=["qwen"])
+    stop: list[str] = Field(default_factory=list, description="Extra stop strings.",
+                            examples=[["\n\n"]])
+    disabled_languages: list[str] = Field(
+        default_factory=list, description="Language ids (as the editor names them) with no "
+        "completion.", examples=[["markdown", "plaintext"]])
+    debounce_ms: int = Field(60, ge=0, le=2000, description="Pause after a keystroke before "
+                             "an automatic request reaches the model.", examples=[60])
+    max_tokens: int = Field(128, gt=0, le=2048, description="Most tokens one completion "
+                            "may have.", examples=[128])
+    max_lines: int = Field(12, gt=0, le=200, description="Most lines one completion may "
+                           "have.", examples=[12])
+    context_tokens: int = Field(1536, ge=128, le=32_000, description="Token budget of the "
+                                "context around the cursor (prefix, suffix, other files).",
+                                examples=[2048])
+    temperature: float = Field(0.1, ge=0, le=2, description="Sampling temperature.",
+                               examples=[0.1])
+    timeout_s: float = Field(5.0, gt=0, le=120, description="Seconds a completion may wait "
+                             "for the model before it gives up (empty answer).",
+                             examples=[5])
+
+    @property
+    def active(self) -> bool:
+        return bool(self.model) if self.enabled is None else self.enabled
+
+
 def default_backends() -> dict[str, BackendConfig]:
     return {
         "openai": BackendConfig(api_key_env="OPENAI_API_KEY"),
@@ -167,6 +218,7 @@ class Settings(BaseModel):
         description="What tools may do without asking (DESIGN.md decision 3).",
     )
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    completion: CompletionConfig = Field(default_factory=CompletionConfig)
 
     @model_validator(mode="after")
     def _backend_exists(self) -> Settings:
@@ -176,6 +228,16 @@ class Settings(BaseModel):
                 f"backend {self.backend!r} is not configured (configured: {names}); add it "
                 f"with `agentls config set backends.{self.backend}.base_url URL` or pick a "
                 "configured one")
+        return self
+
+    @model_validator(mode="after")
+    def _completion_backend_exists(self) -> Settings:
+        name = self.completion.backend
+        if name and name not in self.backends:
+            names = ", ".join(sorted(self.backends))
+            raise ValueError(f"completion.backend {name!r} is not configured (configured: "
+                             f"{names}); name one of them, or leave it empty for the active "
+                             "backend")
         return self
 
     @property

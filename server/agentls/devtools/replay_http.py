@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import select
 import socket
 import socketserver
 import sys
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
-from agentls.devtools.replay_requests import RecordedRequest
+from agentls.devtools.replay_requests import ClosedStream, RecordedRequest
 from agentls.devtools.replay_wire import Answer, StreamAnswer, error_answer
 
 
@@ -31,6 +32,12 @@ class ReplayApp(Protocol):
     def _record(self, request: RecordedRequest) -> None: ...
 
     def _next_number(self) -> int: ...
+
+    def _stream_closed(self, closed: ClosedStream) -> None: ...
+
+    def _enter(self, path: str) -> None: ...
+
+    def _leave(self, path: str) -> None: ...
 
 # The name the server logged under before it was split into modules; callers configure it.
 logger = logging.getLogger("agentls.devtools.replay")
@@ -134,15 +141,11 @@ class _Handler(BaseHTTPRequestHandler):
                 except ValueError:
                     body = text
             headers = {k.lower(): v for k, v in self.headers.items()}
-            answer, step = app._answer(self.command, path, headers, body)
-            redacted = {k: REDACTED if k in _SECRET_HEADERS else v for k, v in headers.items()}
-            status = answer.status if isinstance(answer, Answer) else 200
-            app._record(RecordedRequest(self.command, path, body, redacted, time.time(), status,
-                                        step, self.connection_number))
-            if isinstance(answer, StreamAnswer):
-                self._write_stream(answer)
-            else:
-                self._write(answer)
+            app._enter(path)
+            try:
+                self._answer_request(app, path, headers, body)
+            finally:
+                app._leave(path)
         except (ConnectionError, TimeoutError) as exc:
             logger.debug("client went away during %s %s: %r", self.command, path, exc)
             self.close_connection = True
@@ -156,6 +159,18 @@ class _Handler(BaseHTTPRequestHandler):
                 with contextlib.suppress(OSError):
                     self._write(error_answer(500, "scripted model server bug: see its log",
                                              type_="server_error"))
+
+    def _answer_request(self, app: ReplayApp, path: str, headers: dict[str, str],
+                        body: Any) -> None:
+        answer, step = app._answer(self.command, path, headers, body)
+        redacted = {k: REDACTED if k in _SECRET_HEADERS else v for k, v in headers.items()}
+        status = answer.status if isinstance(answer, Answer) else 200
+        app._record(RecordedRequest(self.command, path, body, redacted, time.time(), status,
+                                    step, self.connection_number))
+        if isinstance(answer, StreamAnswer):
+            self._write_stream(answer, path)
+        else:
+            self._write(answer)
 
     def _wait(self, seconds: float) -> bool:
         """Sleep without holding up stop(); False when the server is stopping."""
@@ -180,13 +195,36 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(answer.body[:answer.cut_after_bytes])
             self._cut()
 
-    def _write_stream(self, answer: StreamAnswer) -> None:
+    def _client_gone(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` (0: just look); True as soon as the client has closed the
+        connection (a readable socket with nothing to read), so a cancelled stream is seen
+        the moment it is closed, as a model server stops generating then."""
+        deadline = time.monotonic() + seconds
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                readable, _, _ = select.select([self.connection], [], [],
+                                               max(0.0, min(remaining, 0.05)))
+                if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                    return True
+            except (OSError, ValueError):
+                return True
+            if readable:  # a request pipelined behind this one: nothing to wait for here
+                return not self._wait(max(0.0, remaining))
+            if remaining <= 0 or self.server.app._stopping.is_set():
+                return False
+
+    def _write_stream(self, answer: StreamAnswer, path: str = "") -> None:
         self._start(200, [("Content-Type", "text/event-stream; charset=utf-8"),
                           ("Cache-Control", "no-cache"), ("Transfer-Encoding", "chunked")])
         for sent, event in enumerate(answer.events):
             if sent == answer.drop_after:
                 return self._cut()
-            if not self._wait(answer.first_delay_s if sent == 0 else answer.delay_s):
+            if self._client_gone(answer.first_delay_s if sent == 0 else answer.delay_s):
+                self.server.app._stream_closed(
+                    ClosedStream(path, time.time(), sent, len(answer.events)))
+                return self._cut()
+            if self.server.app._stopping.is_set():
                 return self._cut()
             frame = b"%x\r\n%s\r\n" % (len(event), event)
             if sent == len(answer.events) - 1 and answer.drop_after is None:

@@ -85,10 +85,50 @@ class ChatView:
 
     def fits(self, match: StepMatch) -> bool:
         return (
-            (match.user is None or match.user.matches(self.user))
+            not match.completions_only
+            and (match.user is None or match.user.matches(self.user))
             and (match.system is None or match.system.matches(self.system))
             and (match.tool_results is None or match.tool_results == self.ends_with_tool_results)
             and (match.tool is None or match.tool in self.trailing_tools)
             and (match.model is None or match.model == self.model)
             and (match.stream is None or match.stream == self.stream)
         )
+
+
+@dataclass(frozen=True)
+class CompletionView:
+    """What a step's ``match`` looks at in a ``/v1/completions`` request."""
+
+    model: str
+    stream: bool
+    prompt: str
+    suffix: str
+
+    @classmethod
+    def of(cls, body: Mapping[str, Any]) -> CompletionView:
+        prompt = body.get("prompt")
+        if isinstance(prompt, list):
+            prompt = "".join(p for p in prompt if isinstance(p, str))
+        suffix = body.get("suffix")
+        return cls(model=str(body.get("model")), stream=bool(body.get("stream")),
+                   prompt=prompt if isinstance(prompt, str) else "",
+                   suffix=suffix if isinstance(suffix, str) else "")
+
+    def fits(self, match: StepMatch) -> bool:
+        return (
+            not match.chat_only
+            and (match.prompt is None or match.prompt.matches(self.prompt))
+            and (match.suffix is None or match.suffix.matches(self.suffix))
+            and (match.model is None or match.model == self.model)
+            and (match.stream is None or match.stream == self.stream)
+        )
+
+
+@dataclass(frozen=True)
+class ClosedStream:
+    """A streamed answer whose client closed the connection before its end."""
+
+    path: str
+    time: float  # when the server saw the connection end (time.time())
+    events_sent: int
+    events_total: int

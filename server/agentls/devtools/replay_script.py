@@ -46,6 +46,17 @@ class StepMatch:
     tool: str | None = None
     model: str | None = None
     stream: bool | None = None
+    prompt: TextPattern | None = None  # /v1/completions only: the prompt (the prefix)
+    suffix: TextPattern | None = None  # /v1/completions only: the suffix sent
+
+    @property
+    def completions_only(self) -> bool:
+        return self.prompt is not None or self.suffix is not None
+
+    @property
+    def chat_only(self) -> bool:
+        return (self.user is not None or self.system is not None
+                or self.tool_results is not None or self.tool is not None)
 
 
 @dataclass(frozen=True)
@@ -98,6 +109,7 @@ class Script:
     api_key: str | None = field(default=None, repr=False)
     embedding_dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS
     steps: tuple[Step, ...] = ()
+    completions_suffix: bool = True  # false: /v1/completions refuses `suffix` (as vLLM does)
 
 
 def _fail(where: str, problem: str) -> NoReturn:
@@ -153,7 +165,8 @@ def _pattern(value: Any, where: str) -> TextPattern:
     return TextPattern(text, None)
 
 
-_MATCH_KEYS = frozenset({"user", "system", "tool_results", "tool", "model", "stream"})
+_MATCH_KEYS = frozenset({"user", "system", "tool_results", "tool", "model", "stream", "prompt",
+                         "suffix"})
 _REPLY_KEYS = frozenset(
     {"text", "tool_calls", "finish_reason", "usage", "chunk_size", "delay_s", "first_delay_s",
      "interleave_tool_calls"}
@@ -164,7 +177,8 @@ _USAGE_KEYS = frozenset(
      "completion_tokens_details"}
 )
 _STEP_KEYS = frozenset({"name", "match", "times", "reply", "error", "drop_after"})
-_TOP_KEYS = frozenset({"models", "api_key", "embedding_dimensions", "defaults", "steps"})
+_TOP_KEYS = frozenset({"models", "api_key", "embedding_dimensions", "defaults", "steps",
+                       "completions_suffix"})
 
 
 def _parse_match(value: Any, where: str) -> StepMatch:
@@ -180,6 +194,8 @@ def _parse_match(value: Any, where: str) -> StepMatch:
         tool=_str(get("tool"), f"{where}.tool") if get("tool") is not None else None,
         model=_str(get("model"), f"{where}.model") if get("model") is not None else None,
         stream=_bool(get("stream"), f"{where}.stream") if get("stream") is not None else None,
+        prompt=_pattern(get("prompt"), f"{where}.prompt") if get("prompt") is not None else None,
+        suffix=_pattern(get("suffix"), f"{where}.suffix") if get("suffix") is not None else None,
     )
 
 
@@ -327,4 +343,6 @@ def load_script(source: Script | Mapping[str, Any] | str | Path) -> Script:
             1,
         ),
         steps=tuple(_parse_step(s, i, label, defaults) for i, s in enumerate(steps)),
+        completions_suffix=_bool(raw.get("completions_suffix", True),
+                                 f"{label}: completions_suffix"),
     )

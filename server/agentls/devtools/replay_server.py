@@ -17,8 +17,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from agentls.devtools.replay_completions import completion_answer
 from agentls.devtools.replay_http import ReplayHTTPServer
-from agentls.devtools.replay_requests import ChatView, RecordedRequest, RemainingStep
+from agentls.devtools.replay_requests import (
+    ChatView,
+    ClosedStream,
+    CompletionView,
+    RecordedRequest,
+    RemainingStep,
+)
 from agentls.devtools.replay_script import Reply, Script, Step, load_script
 from agentls.devtools.replay_tokens import (
     count_completion_tokens,
@@ -58,6 +65,9 @@ class ReplayServer:
         self._stopping = threading.Event()
         self._counter = 0
         self._created = int(time.time())
+        self._closed: list[ClosedStream] = []
+        self._in_flight: dict[str, int] = {}
+        self._most_in_flight: dict[str, int] = {}
 
     # lifecycle ---------------------------------------------------------------
 
@@ -124,6 +134,22 @@ class ReplayServer:
         with self._lock:
             return list(self._requests)
 
+    @property
+    def closed_streams(self) -> list[ClosedStream]:
+        """Streams the client closed before their end (the time the server saw it)."""
+        with self._lock:
+            return list(self._closed)
+
+    def in_flight(self, path: str = "/v1/completions") -> int:
+        """Requests to ``path`` being answered now."""
+        with self._lock:
+            return self._in_flight.get(path, 0)
+
+    def most_in_flight(self, path: str = "/v1/completions") -> int:
+        """The most requests to ``path`` that were being answered at once."""
+        with self._lock:
+            return self._most_in_flight.get(path, 0)
+
     def load(self, script: Script | Mapping[str, Any] | str | Path) -> None:
         """Replace the script; step counters start again (recorded requests are kept)."""
         loaded = load_script(script)
@@ -150,7 +176,21 @@ class ReplayServer:
         with self._lock:
             self._requests.append(request)
 
-    def _select(self, view: ChatView) -> tuple[Script, Step | None]:
+    def _stream_closed(self, closed: ClosedStream) -> None:
+        with self._lock:
+            self._closed.append(closed)
+
+    def _enter(self, path: str) -> None:
+        with self._lock:
+            now = self._in_flight.get(path, 0) + 1
+            self._in_flight[path] = now
+            self._most_in_flight[path] = max(now, self._most_in_flight.get(path, 0))
+
+    def _leave(self, path: str) -> None:
+        with self._lock:
+            self._in_flight[path] = self._in_flight.get(path, 1) - 1
+
+    def _select(self, view: ChatView | CompletionView) -> tuple[Script, Step | None]:
         with self._lock:
             script = self._script
             for i, step in enumerate(script.steps):
@@ -165,7 +205,7 @@ class ReplayServer:
         script = self._script
         route = (method, path.rstrip("/"))
         known = route in {("POST", "/v1/chat/completions"), ("POST", "/v1/embeddings"),
-                          ("GET", "/v1/models")} or (
+                          ("POST", "/v1/completions"), ("GET", "/v1/models")} or (
             method == "GET" and path.startswith("/v1/models/"))
         if not known:
             return error_answer(404, f"Invalid URL ({method} {path})"), None
@@ -193,6 +233,8 @@ class ReplayServer:
             return self._model_not_found(requested), None
         if path.rstrip("/") == "/v1/embeddings":
             return self._embeddings(script, body), None
+        if path.rstrip("/") == "/v1/completions":
+            return completion_answer(script, body, self._select, self._next_number)
         return self._chat(body)
 
     @staticmethod

@@ -15,6 +15,7 @@ from typing import Any
 
 DEFAULT_EMBEDDING_DIMENSIONS = 384
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+TOKEN = _TOKEN  # the token rule (the text under "Usage")
 _WORD = re.compile(r"\w+")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pygls.lsp.server import LanguageServer
@@ -86,6 +87,11 @@ class ServerContext(LanguageServer):
 
     @abstractmethod
     async def engine(self) -> EngineHost: ...
+
+    @abstractmethod
+    async def imported(self, name: str) -> ModuleType:
+        """Module ``name``, imported in a thread (one such import at a time), so a feature's
+        first use of a heavy module never blocks the event loop."""
 
     # --- project facts ahead of the first chat
     @abstractmethod

@@ -23,6 +23,7 @@ CANCEL = "agentls/cancel"
 SESSIONS = "agentls/sessions"
 HISTORY = "agentls/history"
 CHAT_EVENT = "agentls/chatEvent"  # server -> client notification
+COMPLETION_STATUS = "agentls/completionStatus"  # server -> client: {status, message}
 
 # --- commands (workspace/executeCommand) ------------------------------------------------
 

@@ -260,6 +260,9 @@ class AgentLanguageServer(ServerContext):
         await self._importing(tls.start)
         return await self._imported("agentls.engine.host")
 
+    async def imported(self, name: str) -> ModuleType:
+        return await self._imported(name)
+
     async def _imported(self, name: str) -> ModuleType:
         """``name``, imported in a thread (not on the event loop). These imports run one at a
         time: the start-up work and a first request (the history a reloaded editor asks for
@@ -392,6 +395,7 @@ class AgentLanguageServer(ServerContext):
 
 
 def create_server() -> AgentLanguageServer:
+    import agentls.lsp.inline_completion as inline_completion
     from agentls.lsp import chat, code_actions, documents, git_commands, search_index
 
     server = AgentLanguageServer()
@@ -410,4 +414,5 @@ def create_server() -> AgentLanguageServer:
     code_actions.setup(server)
     git_commands.setup(server)
     search_index.setup(server)
+    inline_completion.setup(server)
     return server
