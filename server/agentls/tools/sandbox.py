@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentls.sandbox_settings import SandboxMode, SandboxSettings
+from agentls.tools.git_config_mask import ConfigMasks
 
 __all__ = ["SandboxMode", "SandboxSettings"]
 
@@ -148,6 +149,8 @@ def _read_int(path: str) -> int | None:
 # --- the command line ---------------------------------------------------------------------
 
 
+_GIT_CONFIG_MASKS = ConfigMasks()  # sanitised copies of .git/config, one folder a process
+
 # Empty and private inside the sandbox, whatever the host has there.
 PRIVATE_DIRS = ("/tmp", "/run", "/var/tmp")
 
@@ -196,6 +199,10 @@ def readable_paths(settings: SandboxSettings) -> list[str]:
     return [p for p in dict.fromkeys(os.path.realpath(p) for p in paths) if os.path.exists(p)]
 
 
+def _under(path: str, folders: Sequence[str]) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
 def bwrap_argv(
     bwrap: str,
     settings: SandboxSettings,
@@ -217,7 +224,8 @@ def bwrap_argv(
     for home in hidden_homes:
         argv += ["--tmpfs", home]
     covered = (*PRIVATE_DIRS, *hidden_homes)
-    for path in readable_paths(settings):
+    readable = readable_paths(settings)
+    for path in readable:
         # A venv under ~ or under /tmp (a CI checkout) is covered by an empty tmpfs above.
         if any(path == h or path.startswith(h + "/") for h in covered):
             argv += ["--ro-bind-try", path, path]
@@ -229,6 +237,20 @@ def bwrap_argv(
         if os.path.isdir(os.path.join(root, ".git")):
             # Readable for `git diff`/`git log`, never writable (not even into the scratch).
             argv += ["--ro-bind", os.path.join(root, ".git"), os.path.join(root, ".git")]
+    roots = [str(layer.root) for layer in layers]
+
+    def visible(path: Path) -> bool:
+        text = str(path)
+        return not _under(text, covered) or _under(text, (*roots, *readable))
+
+    masked: dict[str, str] = {}
+    for layer in layers:
+        # Credentials in git's configuration (remote URLs, extraHeader, [credential]) are
+        # not readable inside: a sanitised copy covers each file (git_config_mask.py).
+        for copy, config in _GIT_CONFIG_MASKS.binds(layer.root, visible):
+            masked.setdefault(config, copy)
+    for config, copy in masked.items():
+        argv += ["--ro-bind", copy, config]
     for name, value in env.items():
         argv += ["--setenv", name, value]
     argv += ["--chdir", str(cwd), "--", *command]

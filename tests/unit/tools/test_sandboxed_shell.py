@@ -319,3 +319,46 @@ async def test_secrets_made_during_the_session_are_hidden_too(
     (project / "id_rsa").write_text(SECRET)
     result = await sh(sandbox, ws, "cat sub/.env.local id_rsa; ls -a sub")
     assert SECRET not in result["stdout"] and ".env.local" not in result["stdout"]
+
+
+GIT_TOKEN = "ghp_plantedToken0123456789abcdef"
+
+
+async def test_git_credentials_are_not_readable_and_git_still_works(
+        project: Path, sandbox: ShellSandbox) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
+
+    git("-c", "user.name=t", "-c", "user.email=t@t", "add", "calc.py")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first commit")
+    git("remote", "add", "origin", f"https://someone:{GIT_TOKEN}@github.com/o/r.git")
+    git("config", "http.https://github.com/.extraheader",
+        f"AUTHORIZATION: basic {GIT_TOKEN}")
+    git("config", "url.https://x-access-token:" + GIT_TOKEN + "@github.com/.insteadOf",
+        "https://github.com/")
+    included = project / ".git" / "extra.cfg"  # an included file, inside .git
+    included.write_text(f'[credential]\n\thelper = "!f() {{ echo password={GIT_TOKEN}; }}; f"\n'
+                        f'[http]\n\textraHeader = X-Token: \\\n\t{GIT_TOKEN}\n'
+                        "[core]\n\tabbrev = 9\n")
+    outside = project / "team.gitconfig"  # and one outside .git
+    outside.write_text(f"[github]\n\ttoken = {GIT_TOKEN}\n[alias]\n\tst = status\n")
+    git("config", "--add", "include.path", str(included))
+    git("config", "--add", "include.path", str(outside))
+    (project / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    ws = Workspace([project])
+
+    result = await sh(sandbox, ws, f"cat .git/config .git/extra.cfg {outside}; "
+                      "git config --list --show-origin; git remote -v")
+    assert result["exit_code"] == 0, result
+    shown = result["stdout"] + result["stderr"]
+    assert GIT_TOKEN not in shown
+    assert "https://github.com/o/r.git" in shown  # the URL stays, without its user part
+    assert "abbrev = 9" in shown and "st = status" in shown  # the rest of the config stays
+    assert "extraheader" not in shown.lower() and "[credential" not in shown
+    assert "helper" not in shown and "token" not in shown
+
+    result = await sh(sandbox, ws, "git status --short; git diff; git log --oneline; git st")
+    assert result["exit_code"] == 0, result
+    assert " M calc.py" in result["stdout"] and "+    return a + b" in result["stdout"]
+    assert "first commit" in result["stdout"]
+    assert GIT_TOKEN in (project / ".git" / "config").read_text()  # the host's file untouched
