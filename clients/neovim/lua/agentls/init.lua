@@ -184,6 +184,9 @@ function M.client_config()
     cmd = config.server_cmd(opts),
     root_markers = opts.root_markers,
     init_options = opts.settings,
+    before_init = function(params, cfg) -- workspaceTrusted, from vim.secure (trust.lua)
+      params.initializationOptions = require("agentls.trust").init_options(cfg.root_dir, params.initializationOptions)
+    end,
     settings = { agentls = opts.settings },
     capabilities = capabilities(),
     on_exit = on_exit,
