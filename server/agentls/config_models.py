@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentls.mcp_settings import McpConfig
 from agentls.permission_policy import PermissionPolicy
 from agentls.sandbox_settings import SandboxSettings
 
@@ -219,6 +220,8 @@ class Settings(BaseModel):
     )
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     completion: CompletionConfig = Field(default_factory=CompletionConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig, description="Tools from MCP servers "
+                           "(README: Tools from MCP servers).")
 
     @model_validator(mode="after")
     def _backend_exists(self) -> Settings:

@@ -4,7 +4,8 @@ A project's config file is meant to be committed and shared (DESIGN.md decision 
 arrives with every ``git clone``. Most of its keys are harmless (model, limits, cache), but a
 few would turn a hostile repository into an attack: point a backend at another server and
 name an environment variable as its "key" (your code and that variable leave the machine),
-switch the sandbox off or give it the network, or allow ``shell_exec`` without asking.
+switch the sandbox off or give it the network, allow ``shell_exec`` without asking, or declare
+an MCP server (a program AgentLS would start).
 
 Until the person trusts the workspace, those keys are honoured from the project file only when
 they make things *stricter* (``sandbox.ask = true``, a tool set to ``deny``, a longer
@@ -173,8 +174,35 @@ SENSITIVE: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
+def _permission_at_least(new: Any, old: Any) -> bool:
+    return new in _PERMISSION_RANK and _PERMISSION_RANK[new] >= _PERMISSION_RANK[old or "ask"]
+
+
+# MCP servers (`mcp.servers.NAME.*`) start programs: a project may only narrow the servers the
+# person configured (turn one off, sandbox it, take its network, ask or deny its tools);
+# every other key under `mcp.servers` must equal the person's own value.
+_MCP_SERVER_KEYS: dict[str, Callable[[Any, Any], bool]] = {
+    "enabled": lambda new, old: new is False or new == old,
+    "sandbox": lambda new, old: new is True or new == old,
+    "network": lambda new, old: new is False or new == old,
+    "permission": _permission_at_least,
+}
+
+
+def _mcp_rule(parts: list[str]) -> Callable[[Any, Any], bool] | None:
+    if len(parts) < 3 or parts[1] != "servers":
+        return None  # mcp.max_tools_in_prompt: harmless
+    if len(parts) == 4 and parts[3] in _MCP_SERVER_KEYS:
+        return _MCP_SERVER_KEYS[parts[3]]
+    if len(parts) == 5 and parts[3] == "tools":
+        return _permission_at_least
+    return _same
+
+
 def _rule(key: str) -> Callable[[Any, Any], bool] | None:
     parts = key.split(".")
+    if parts[0] == "mcp":
+        return _mcp_rule(parts)
     for pattern, rule in SENSITIVE.items():
         want = pattern.split(".")
         if len(want) == len(parts) and all(w in ("*", p) for w, p in zip(want, parts, strict=True)):

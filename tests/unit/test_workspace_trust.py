@@ -162,3 +162,37 @@ def test_a_value_of_the_wrong_kind_is_left_out_and_named(project: dict[str, Any]
                                                          left_out: list[str]) -> None:
     screened = workspace_trust.screen(project, config.Settings().model_dump())
     assert sorted(screened.left_out) == sorted(left_out)
+@pytest.mark.parametrize(("key", "new", "old", "kept"), [
+    ("mcp.servers.evil.command", "/bin/sh", None, False),
+    ("mcp.servers.evil.url", "http://attacker.example/mcp", None, False),
+    ("mcp.servers.git.args", ["--repository", "/"], ["--repository", "."], False),
+    ("mcp.servers.git.args", ["--repository", "."], ["--repository", "."], True),
+    ("mcp.servers.git.env_vars", ["AWS_SECRET_ACCESS_KEY"], None, False),
+    ("mcp.servers.git.enabled", False, True, True),
+    ("mcp.servers.git.enabled", True, False, False),
+    ("mcp.servers.git.sandbox", False, True, False),
+    ("mcp.servers.git.sandbox", True, False, True),
+    ("mcp.servers.git.network", True, False, False),
+    ("mcp.servers.git.permission", "allow", "ask", False),
+    ("mcp.servers.git.permission", "deny", "ask", True),
+    ("mcp.servers.git.tools.git_add", "allow", None, False),
+    ("mcp.servers.git.tools.git_add", "deny", None, True),
+    ("mcp.max_tools_in_prompt", 10, 30, True),
+])
+def test_an_untrusted_project_may_only_narrow_mcp_servers(key: str, new: Any, old: Any,
+                                                          kept: bool) -> None:
+    project: dict[str, Any] = {}
+    below: dict[str, Any] = {}
+    config.set_dotted(project, key, new)
+    if old is not None:
+        config.set_dotted(below, key, old)
+    assert (workspace_trust.screen(project, below).left_out == []) is kept
+
+
+def test_an_untrusted_projects_mcp_server_is_not_started(tmp_path: Path) -> None:
+    root = _project(tmp_path, '[mcp.servers.evil]\ncommand = "/bin/sh"\nargs = ["-c", "x"]\n')
+    loaded = config.load(root, env={})
+    assert loaded.settings.mcp.servers == {}
+    assert "mcp.servers.evil.command" in loaded.notices[0]
+    trusted = config.load(root, env={"AGENTLS_TRUST_WORKSPACE": "1"})
+    assert trusted.settings.mcp.servers["evil"].command == "/bin/sh"

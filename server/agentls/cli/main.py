@@ -126,6 +126,7 @@ COMMAND_MODULES: dict[str, str] = {
     "search": "agentls.cli.search_cmd",
     "trust": "agentls.cli.trust_cmd",
     "acp": "agentls.cli.acp_cmd",
+    "mcp": "agentls.cli.mcp_cmd",
 }
 # Their one-line help in `agentls --help`, the same words as their own parser's `help=`
 # (a test keeps the two equal).
@@ -142,6 +143,7 @@ COMMAND_HELP: dict[str, str] = {
              "permissions)",
     "acp": "run the agent over the Agent Client Protocol (stdio), for Zed, JetBrains, Emacs "
            "and Neovim ACP clients",
+    "mcp": "list the configured MCP servers, their state and tool counts",
 }
 
 

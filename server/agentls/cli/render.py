@@ -85,10 +85,10 @@ class Renderer:
             self.progress(event.message)
         elif isinstance(event, ToolCallStarted):
             self._end_text_line()
-            self.line(f"→ {event.name} {_preview(event.arguments)}")
+            self.line(f"→ {_tool_label(event.name)} {_preview(event.arguments)}")
         elif isinstance(event, ToolResultEvent):
             mark = "✓" if event.ok else "✗"
-            self.line(f"{mark} {event.name}: {event.summary}",
+            self.line(f"{mark} {_tool_label(event.name)}: {event.summary}",
                       style=None if event.ok else "yellow")
         elif isinstance(event, RetryEvent):
             self.line(event.text, style="yellow")
@@ -286,3 +286,10 @@ def _preview(arguments: str) -> str:
         preview = preview[: ARGUMENT_PREVIEW - 1] + "…"
     return preview
 
+
+def _tool_label(name: str) -> str:
+    """``mcp__git__git_status`` -> ``git_status (MCP server git)``: which server ran it."""
+    if name.startswith("mcp__") and name.count("__") >= 2:
+        server, tool = name[len("mcp__"):].split("__", 1)
+        return f"{tool} (MCP server {server})"
+    return name

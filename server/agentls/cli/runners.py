@@ -151,6 +151,7 @@ class EngineRunner:
         return settled
 
     async def close(self) -> None:
+        await self.agent.aclose()
         await self.pool.aclose()
 
 

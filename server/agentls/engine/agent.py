@@ -40,6 +40,7 @@ from agentls.engine.history import (
     trim_for_budget,
     trim_harder,
 )
+from agentls.engine.mcp_tools import mcp_tools_for_run, secret_env, wanted
 from agentls.engine.queue import SessionQueue
 from agentls.engine.related_code import related_section
 from agentls.engine.search_index import IndexHub
@@ -62,8 +63,9 @@ from agentls.llm.backend import Backend, BackendError, RetryNotice
 from agentls.llm.messages import ChatRequest, ChatResponse, Message, ToolSpec, Usage
 from agentls.llm.rehearsal import rehearse
 from agentls.tools.changeset import ChangeSet, FileDiff
+from agentls.tools.mcp.hub import McpHub
 from agentls.tools.permissions import PermissionPolicy
-from agentls.tools.registry import ToolBox, ToolContext, prepare_schemas
+from agentls.tools.registry import DEFAULT_TOOLS, ToolBox, ToolContext, ToolDef, prepare_schemas
 from agentls.tools.sandboxed_shell import ShellSandbox
 from agentls.tools.workspace import Workspace
 
@@ -129,12 +131,18 @@ class Agent:
         self.queue = SessionQueue(queue_limit)
         # Search indexes open on the first search_semantic call (front-ends share it).
         self.search_hub = IndexHub(settings)
+        # MCP servers: started on the first run that offers tools, kept until aclose().
+        self.mcp = McpHub(settings.mcp, settings.sandbox, secret_env=secret_env(settings))
         self._sessions: OrderedDict[str, SessionState] = OrderedDict()
         self._tasks: dict[str, asyncio.Task[RunResult]] = {}
         # Shared with whoever gathers them ahead of the first run (an editor, at start-up).
         self.project_contexts = project_contexts or ProjectContextCache()
 
     # --- public API -----------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """End what the engine started for its runs (MCP servers)."""
+        await self.mcp.aclose()
 
     def new_run_id(self) -> str:
         return uuid.uuid4().hex[:12]
@@ -306,10 +314,16 @@ class Agent:
             state.sandbox = ShellSandbox(self.settings.sandbox, run.session.id)
         state.sandbox.notify = lambda text: frontend.on_event(
             StatusEvent(message=text, warning=True))
+        policy = self._policy or self.settings.permissions
+        mcp_defs: list[ToolDef] = []
+        if request.tools is None and wanted(self.settings, self.mcp, run.session.id):
+            mcp_defs, policy = await mcp_tools_for_run(
+                self.settings, self.mcp, workspace, request.prompt, run.session.id, policy,
+                frontend)
         toolbox = ToolBox(
             ToolContext(
                 workspace,
-                policy=self._policy or self.settings.permissions,
+                policy=policy,
                 grants=state.grants,
                 confirm=confirm_with(frontend) if approves else None,
                 api_key_env=self.settings.active_backend.api_key_env or "OPENAI_API_KEY",
@@ -317,6 +331,7 @@ class Agent:
                 sandbox=state.sandbox,
                 search_index=lambda: self.search_hub.get(workspace),
             ),
+            [*DEFAULT_TOOLS, *mcp_defs],
             only=request.tools,
         )
         specs = [ToolSpec(s.name, s.description, s.parameters) for s in toolbox.schemas()]

@@ -42,6 +42,7 @@ class EngineHost:
             await pool.aclose()
 
     async def aclose(self) -> None:
+        await self.agent.aclose()
         await self.close_retired()
         await self.pool.aclose()
         self.store.close()

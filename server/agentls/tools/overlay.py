@@ -278,6 +278,20 @@ class ShadowWorkspace:
                 yield wp
 
 
+def hidden_layers(ws: Workspace, folder: Path) -> list[RootLayers]:
+    """Layers of a read-only view of the workspace (an MCP server's): per root, a folder under
+    ``folder`` holding whiteouts for what the deny list hides; no pending changes, no upper
+    layer (``bwrap_argv(read_only=True)`` mounts them)."""
+    out: list[RootLayers] = []
+    for index, root in enumerate(ws.roots):
+        pending = folder / f"root{index}"
+        pending.mkdir(parents=True, exist_ok=True)
+        for rel in _HiddenScan(root, ws.deny).hidden():
+            _whiteout(pending / rel)
+        out.append(RootLayers(root, pending, pending, pending))
+    return out
+
+
 class _HiddenScan:
     """What the deny list hides under a root (relative posix paths; the topmost folder for
     a folder pattern; `.git` excepted, the sandbox shows it read-only). One walk, then kept

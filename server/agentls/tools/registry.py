@@ -73,6 +73,14 @@ class ToolDef:
     params: type[BaseModel]
     run: Runner
     read_only: bool
+    # A tool from outside (MCP): its JSON Schema as given (``params`` then takes any
+    # arguments; the server checks them), its own time and result limits, whether its schema
+    # is listed in the request, and whether it forwards to the tool its arguments name.
+    schema: dict[str, Any] | None = None
+    timeout_s: float | None = None
+    result_limit: int | None = None
+    listed: bool = True
+    forwards: bool = False
 
 
 @dataclass(frozen=True)
@@ -285,7 +293,8 @@ class ToolBox:
         self.context = context
         self._tools = {t.name: t for t in tools if wanted is None or t.name in wanted}
         self._schemas = [
-            ToolSchema(t.name, t.description, schema_of(t.params)) for t in self._tools.values()
+            ToolSchema(t.name, t.description, _schema(t)) for t in self._tools.values()
+            if t.listed
         ]
 
     def schemas(self) -> list[ToolSchema]:
@@ -308,6 +317,8 @@ class ToolBox:
         args = self._parse(arguments)
         if isinstance(args, str):
             return self._outcome(name, None, self._invalid(tool, args), tool.read_only)
+        if tool.forwards:
+            return await self._forward(tool, args)
         try:
             params = tool.params.model_validate(args)
         except ValidationError as exc:
@@ -328,7 +339,7 @@ class ToolBox:
             decision = Decision("deny", f"the approval prompt failed ({exc})")
         if decision.permission != "allow":
             return self._outcome(name, args, rejection(decision), tool.read_only)
-        limit = self.context.tool_timeout_s
+        limit = tool.timeout_s or self.context.tool_timeout_s
         if isinstance(params, ShellExecParams):
             limit = max(limit, params.timeout + 5)
         try:
@@ -345,7 +356,22 @@ class ToolBox:
             log.exception("tool %s failed", name)
             result = fail("TOOL_FAILED", f"{name} failed unexpectedly: {exc}. Try another "
                           "approach; the failure has been logged.")
-        return self._outcome(name, args, result, tool.read_only)
+        return self._outcome(name, args, result, tool.read_only, tool.result_limit)
+
+    async def _forward(self, tool: ToolDef, args: dict[str, Any]) -> ToolOutcome:
+        """A call that names the tool to run (``mcp_call_tool``): judged, asked and reported
+        as a call of that tool."""
+        target, arguments = args.get("name"), args.get("arguments", {})
+        found = self._tools.get(target) if isinstance(target, str) else None
+        if found is None or found.forwards or found.listed:
+            why = "it is listed: call it directly" if found is not None and found.listed \
+                else "there is no such unlisted tool: find it with mcp_find_tools first"
+            return self._outcome(tool.name, args, fail(
+                "UNKNOWN_TOOL", f"{tool.name} cannot call {target!r}: {why}."), True)
+        if not isinstance(arguments, Mapping):
+            return self._outcome(tool.name, args, self._invalid(
+                tool, "arguments must be a JSON object"), True)
+        return await self.call(str(target), arguments)
 
     @staticmethod
     def _parse(arguments: str | Mapping[str, Any]) -> dict[str, Any] | str:
@@ -364,10 +390,14 @@ class ToolBox:
         return fail(
             "INVALID_ARGUMENTS",
             f"Call to {tool.name} not run: {problem}. Send arguments matching the schema.",
-            schema=schema_of(tool.params),
+            schema=_schema(tool),
         )
 
     def _outcome(self, name: str, args: dict[str, Any] | None, result: dict[str, Any],
-                 read_only: bool) -> ToolOutcome:
-        return ToolOutcome(name, args, result, to_json(result, self.context.result_limit),
+                 read_only: bool, limit: int | None = None) -> ToolOutcome:
+        return ToolOutcome(name, args, result, to_json(result, limit or self.context.result_limit),
                            read_only)
+
+
+def _schema(tool: ToolDef) -> dict[str, Any]:
+    return tool.schema if tool.schema is not None else schema_of(tool.params)

@@ -212,8 +212,11 @@ def bwrap_argv(
     command: Sequence[str],
     *,
     hidden_homes: Sequence[str],
+    read_only: bool = False,
 ) -> list[str]:
-    """bwrap's arguments, in the order that matters: later mounts cover earlier ones."""
+    """bwrap's arguments, in the order that matters: later mounts cover earlier ones.
+    ``read_only``: each root is a read-only overlay of the root and its pending layer (the
+    layers' upper and work folders are not used), for MCP servers."""
     argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try"]
     if not settings.network:
@@ -232,8 +235,9 @@ def bwrap_argv(
     argv += ["--dir", env["HOME"], "--dir", env["TMPDIR"]]
     for layer in layers:
         root = str(layer.root)
-        argv += ["--overlay-src", root, "--overlay-src", str(layer.pending),
-                 "--overlay", str(layer.upper), str(layer.work), root]
+        argv += ["--overlay-src", root, "--overlay-src", str(layer.pending)]
+        argv += (["--ro-overlay", root] if read_only else
+                 ["--overlay", str(layer.upper), str(layer.work), root])
         if os.path.isdir(os.path.join(root, ".git")):
             # Readable for `git diff`/`git log`, never writable (not even into the scratch).
             argv += ["--ro-bind", os.path.join(root, ".git"), os.path.join(root, ".git")]

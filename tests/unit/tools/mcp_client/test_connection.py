@@ -1,0 +1,91 @@
+"""One MCP server's life through the SDK, sandboxed: the failure cases of the issue, with a
+server written with the SDK (faulty_server.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentls.mcp_settings import McpServerConfig
+from agentls.sandbox_settings import SandboxSettings
+from agentls.tools.mcp.connection import McpConnection, McpServerError
+from agentls.tools.mcp.convert import result_to_dict
+from agentls.tools.mcp.launch import stdio_launch
+from agentls.tools.sandbox import probe
+from agentls.tools.workspace import Workspace
+
+pytestmark = pytest.mark.skipif(not probe().available, reason="no sandbox here")
+
+FAULTY = str(Path(__file__).with_name("faulty_server.py"))
+
+
+def connection(tmp_path: Path, mode: str = "ok", **options: object) -> McpConnection:
+    config = McpServerConfig(command=sys.executable, args=[FAULTY, mode],
+                             startup_timeout_s=options.pop("startup_timeout_s", 20),  # type: ignore[arg-type]
+                             **options)  # type: ignore[arg-type]
+    ws = Workspace([tmp_path])
+    return McpConnection("faulty", config, lambda: stdio_launch(
+        "faulty", config, SandboxSettings(), ws, secret_env="OPENAI_API_KEY"))
+
+
+async def test_crash_mid_call_restarts_once_then_a_clear_error(tmp_path: Path) -> None:
+    conn = connection(tmp_path)
+    try:
+        assert (await conn.call("echo", {"text": "one"})).content[0].text == "echo: one"
+        with pytest.raises(McpServerError, match=r"crashed during the call.*restarted"):
+            await conn.call("crash", {})
+        assert (await conn.call("echo", {"text": "two"})).content[0].text == "echo: two"
+        assert conn.restarts == 1
+        with pytest.raises(McpServerError, match=r"again after a restart.*not started again"):
+            await conn.call("crash", {})
+        with pytest.raises(McpServerError, match="not started again"):
+            await conn.call("echo", {"text": "three"})
+        assert conn.state == "failed"
+    finally:
+        await conn.aclose()
+
+
+@pytest.mark.parametrize(("mode", "message"), [
+    ("exit", "did not start.*cannot open its database"),
+    ("garbage", "did not answer initialize within 3 s.*printed what is not MCP on stdout "
+                "\\(first: 'this is not JSON-RPC'\\)"),
+    ("hang", "did not answer initialize within 3 s \\(mcp.servers.faulty.startup_timeout_s\\)"),
+])
+async def test_a_server_that_does_not_start_says_why(tmp_path: Path, mode: str,
+                                                      message: str) -> None:
+    conn = connection(tmp_path, mode, startup_timeout_s=3)
+    try:
+        with pytest.raises(McpServerError, match=message):
+            await conn.start()
+        assert conn.state == "failed"
+    finally:
+        await conn.aclose()
+
+
+async def test_a_missing_program_is_named(tmp_path: Path) -> None:
+    config = McpServerConfig(command="no-such-mcp-server")
+    conn = McpConnection("x", config, lambda: stdio_launch(
+        "x", config, SandboxSettings(), Workspace([tmp_path]), secret_env=None))
+    with pytest.raises(McpServerError, match="'no-such-mcp-server' is not on PATH"):
+        await conn.start()
+
+
+async def test_a_50_mb_result_is_cut_to_the_output_limit(tmp_path: Path) -> None:
+    conn = connection(tmp_path, output_limit=8_000)
+    try:
+        result = await conn.call("big", {"mb": 5})
+        out = result_to_dict(result, Workspace([tmp_path]), conn.config.output_limit)
+        assert len(out["content"]) < 8_200 and "5,242,880 characters cut" in out["truncated"]
+    finally:
+        await conn.aclose()
+
+
+async def test_a_call_that_takes_too_long_is_stopped(tmp_path: Path) -> None:
+    conn = connection(tmp_path, timeout_s=1)
+    try:
+        with pytest.raises(McpServerError, match="did not answer within 1 s"):
+            await conn.call("sleep", {"seconds": 30})
+    finally:
+        await conn.aclose()

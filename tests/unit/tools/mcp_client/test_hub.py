@@ -1,0 +1,120 @@
+"""The hub: the tools a run offers from several servers: duplicate and invalid names, schemas
+left out, 120 tools listed by relevance with the rest reachable through mcp_find_tools /
+mcp_call_tool under the real tool's permission, and servers a session brings (ACP)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentls.mcp_settings import McpConfig, McpServerConfig
+from agentls.sandbox_settings import SandboxSettings
+from agentls.tools.mcp.hub import CALL_TOOL, FIND_TOOLS, McpHub, tool_defs
+from agentls.tools.permissions import ApprovalRequest, PermissionPolicy
+from agentls.tools.registry import DEFAULT_TOOLS, ToolBox, ToolContext, ToolDef
+from agentls.tools.sandbox import probe
+from agentls.tools.workspace import Workspace
+
+pytestmark = pytest.mark.skipif(not probe().available, reason="no sandbox here")
+
+FAULTY = str(Path(__file__).with_name("faulty_server.py"))
+
+
+def server(mode: str = "ok", **options: object) -> McpServerConfig:
+    return McpServerConfig(command=sys.executable, args=[FAULTY, mode], **options)  # type: ignore[arg-type]
+
+
+async def test_same_tool_names_on_two_servers_and_invalid_names(tmp_path: Path) -> None:
+    hub = McpHub(McpConfig(servers={"a": server(), "b": server("odd-names"),
+                                    "c": server("bad-schema")}))
+    try:
+        run = await hub.run_tools(Workspace([tmp_path]), "echo")
+    finally:
+        await hub.aclose()
+    names = {t.name for t in run.tools}
+    assert {"mcp__a__echo", "mcp__b__echo", "mcp__c__echo"} <= names
+    assert "mcp__b__get_weather_now" in names  # get.weather/now
+    long = [n for n in names if n.startswith("mcp__b__xxx")]
+    assert len(long) == 1 and len(long[0]) == 64
+    assert "mcp__c__broken" not in names
+    assert any("'c': 1 tool(s) left out" in note and "strnig" in note for note in run.notes)
+    assert run.lazy and len(run.listed) == 30  # 41 tools over the default 30
+
+
+async def test_many_tools_are_listed_by_relevance_and_the_rest_found_and_called(
+        tmp_path: Path) -> None:
+    config = McpConfig(servers={"big": server("many", permission="ask",
+                                              tools={"kubernetes_action_4": "allow"})},
+                       max_tools_in_prompt=10)
+    hub = McpHub(config)
+    asked: list[ApprovalRequest] = []
+
+    async def confirm(request: ApprovalRequest) -> str:
+        asked.append(request)
+        return "allow_once"
+
+    ws = Workspace([tmp_path])
+    try:
+        run = await hub.run_tools(ws, "show me the weather forecast")
+        assert run.lazy and len(run.listed) == 10
+        assert all("weather" in name for name in run.listed)
+        policy = PermissionPolicy()
+        policy = policy.model_copy(update={"tools": {**policy.tools, **run.permissions}})
+        box = ToolBox(ToolContext(ws, policy=policy, confirm=confirm),  # type: ignore[arg-type]
+                      [*DEFAULT_TOOLS, *tool_defs(run, ToolDef)])
+        offered = {s.name for s in box.schemas()}
+        assert {FIND_TOOLS, CALL_TOOL} <= offered and "mcp__big__kubernetes_action_4" \
+            not in offered
+        found = await box.call(FIND_TOOLS, {"query": "kubernetes"})
+        hits = json.loads(found.text)["tools"]
+        assert hits[0]["name"].startswith("mcp__big__kubernetes_action_")
+        assert "properties" in hits[0]["parameters"]
+        allowed = await box.call(CALL_TOOL, {"name": "mcp__big__kubernetes_action_4",
+                                             "arguments": {"value": "x"}})
+        assert allowed.name == "mcp__big__kubernetes_action_4"
+        assert allowed.result["content"] == "tool 4: x" and asked == []
+        called = await box.call(CALL_TOOL, {"name": "mcp__big__billing_action_1",
+                                            "arguments": {"value": "y"}})
+        assert called.result["content"] == "tool 1: y"
+        assert [a.tool for a in asked] == ["mcp__big__billing_action_1"]  # asked as itself
+        listed = next(iter(run.listed))
+        direct = await box.call(CALL_TOOL, {"name": listed, "arguments": {"value": "z"}})
+        assert direct.result["error"] == "UNKNOWN_TOOL" and "call it directly" in \
+            direct.result["message"]
+    finally:
+        await hub.aclose()
+
+
+async def test_servers_a_session_brings_join_only_its_runs(tmp_path: Path) -> None:
+    hub = McpHub(McpConfig(servers={"shared": server()}), SandboxSettings())
+    hub.set_session_servers("s1", {"mine": server()})
+    ws = Workspace([tmp_path])
+    try:
+        mine = {t.server for t in (await hub.run_tools(ws, "", session_id="s1")).tools}
+        other = {t.server for t in (await hub.run_tools(ws, "", session_id="s2")).tools}
+        assert mine == {"shared", "mine"} and other == {"shared"}
+        assert {(s.name, s.session) for s in hub.status()} == {("shared", None),
+                                                                ("mine", "s1")}
+        await hub.close_session("s1")
+        assert {s.name for s in hub.status()} == {"shared"}
+        with pytest.raises(ValueError, match="cannot be part of a tool name"):
+            hub.set_session_servers("s3", {"bad__name": server()})
+    finally:
+        await hub.aclose()
+
+
+async def test_changed_settings_restart_the_server(tmp_path: Path) -> None:
+    hub = McpHub(McpConfig(servers={"a": server()}))
+    ws = Workspace([tmp_path])
+    try:
+        first = (await hub.run_tools(ws, "")).tools[0].connection
+        again = (await hub.run_tools(ws, "")).tools[0].connection
+        assert again is first  # reused across runs
+        hub.configure(McpConfig(servers={"a": server(timeout_s=5)}), SandboxSettings(), None)
+        third = (await hub.run_tools(ws, "")).tools[0].connection
+        assert third is not first and first.state == "stopped"
+    finally:
+        await hub.aclose()
