@@ -162,6 +162,8 @@ def test_a_value_of_the_wrong_kind_is_left_out_and_named(project: dict[str, Any]
                                                          left_out: list[str]) -> None:
     screened = workspace_trust.screen(project, config.Settings().model_dump())
     assert sorted(screened.left_out) == sorted(left_out)
+
+
 @pytest.mark.parametrize(("key", "new", "old", "kept"), [
     ("mcp.servers.evil.command", "/bin/sh", None, False),
     ("mcp.servers.evil.url", "http://attacker.example/mcp", None, False),
