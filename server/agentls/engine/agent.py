@@ -419,8 +419,7 @@ class Agent:
                 shrunk = True  # trim harder once, then give up with the server's message
                 harder = trim_harder(state.system, run.history, [], trimmed, self.estimator,
                                      key, tools=specs)
-                if (harder.dropped_count, harder.cut_tool_results) == (
-                        trimmed.dropped_count, trimmed.cut_tool_results):
+                if harder.estimated_tokens >= trimmed.estimated_tokens:
                     raise  # only what must be sent is left: the same request would fail again
                 trimmed = harder
                 continue

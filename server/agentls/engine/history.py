@@ -7,16 +7,24 @@ its results.
 
 Trimming (:func:`trim_for_budget`), when the prompt is over budget:
 
-1. cut old tool results (longer than :data:`CUT_TOOL_RESULTS_OVER` characters, outside the
-   last :data:`KEEP_LAST` messages) to their head and tail, all at once;
+1. shrink old tool calls and results (outside the last :data:`KEEP_LAST` messages), all at
+   once: results longer than :data:`CUT_TOOL_RESULTS_OVER` characters to their head and tail,
+   calls' long string arguments (a written file's content, an edit's texts) to a head and a
+   note saying so (``tool_call_shrink.py``); the call, its path and its outcome stay;
 2. then drop the oldest groups (a message with the tool results that answer it) until the
    prompt fits. The dropped amount is rounded up to a step of the budget, and never less than
    the previous iteration dropped (unless that leaves under a quarter of the budget used), so
    the first kept message stays the same over many iterations and providers' prefix caches
-   keep hitting.
+   keep hitting;
+3. then shrink the last messages' calls and results the same way (results to head and tail,
+   down to :data:`~agentls.engine.tool_call_shrink.RESULT_MIN_CHARS`);
+4. then drop the last messages' older groups too, up to the last call and its results.
 
-Always kept: the system levels, a summary message at the front of the history, the new
-messages, and the last :data:`KEEP_LAST` messages. A history never starts with a tool result.
+Always kept: the system levels, a summary message at the front of the history, the newest
+message from the person (a run's request, a follow-up), and the last call with its results
+(shrunk, their outcomes readable). Until step 3 the last :data:`KEEP_LAST` messages and the
+new messages are sent whole. A history never starts with a tool result; a call is never
+separated from its results.
 
 Compaction (``engine/compaction.py``) replaces the older part of a long history by a summary
 the model writes; :func:`summary_message` is how that summary sits at the front of a history.
@@ -29,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agentls.engine.tokens import CalibrationKey, TokenEstimator
+from agentls.engine.tool_call_shrink import RESULT_MIN_CHARS, cut_result, shrink_tool_calls
 from agentls.llm.backend import BackendError
 from agentls.llm.messages import Message, ToolSpec
 from agentls.tools.output import truncate_middle
@@ -65,6 +74,7 @@ class TrimResult:
     dropped_count: int
     cut_tool_results: int
     estimated_tokens: int
+    shrunk_calls: int = 0  # assistant messages sent with their calls' arguments shrunk
 
 
 def check_fits(trimmed: TrimResult, context_max_tokens: int, model: str) -> None:
@@ -118,6 +128,13 @@ def trim_for_budget(
         return plan.result()
     step = max(1.0, limit * DROP_STEP_FRACTION)
     plan.drop_oldest(math.ceil((plan.total - limit) / step) * step)
+    if plan.total <= limit:
+        return plan.result()
+    for result_chars in (CUT_TOOL_RESULTS_OVER, RESULT_MIN_CHARS):
+        plan.shrink_recent(result_chars)
+        if plan.total <= limit:
+            return plan.result()
+    plan.drop_recent(plan.total - limit)
     return plan.result()
 
 
@@ -132,16 +149,28 @@ def trim_harder(
     tools: Sequence[ToolSpec] = (),
     keep_last: int = KEEP_LAST,
 ) -> TrimResult:
-    """After the server refused ``previous`` as too long: cut every old tool result and drop
-    the older half of the history ``previous`` still sent.
+    """After the server refused ``previous`` as too long: something smaller. First cut every
+    old tool result and drop the older half of the history ``previous`` still sent; when that
+    is no smaller, shrink the last messages' calls and results; then drop their older groups.
 
-    When its ``dropped_count`` and ``cut_tool_results`` equal ``previous``'s, nothing is left
-    to take out: the protected messages alone are too long for the model.
+    When the result is no smaller than ``previous`` (its ``estimated_tokens``), nothing is
+    left to take out: the request and the last call with its results alone are too long.
     """
     plan = _Plan(system, history, new, estimator, key, tools, keep_last)
+
+    def smaller() -> bool:
+        return plan.result().estimated_tokens < previous.estimated_tokens
+
     plan.cut_old_tool_results()
     plan.drop_to(previous.dropped_count)
     plan.drop_half()
+    if smaller():
+        return plan.result()
+    for result_chars in (CUT_TOOL_RESULTS_OVER, RESULT_MIN_CHARS):
+        plan.shrink_recent(result_chars)
+    if smaller():
+        return plan.result()
+    plan.drop_recent(math.inf)
     return plan.result()
 
 
@@ -208,19 +237,55 @@ class _Plan:
             + sum(sizes[first:])
         )
         self.start = first  # first message sent after the summary
-        self.cut_at: list[int] = []
+        self.cut_at: set[int] = set()
+        self.shrunk_at: set[int] = set()
+        # The newest message from the person is sent even when older ones around it go.
+        self.pinned = next((i for i in range(len(conversation) - 1, first - 1, -1)
+                            if conversation[i].role == "user"
+                            and not is_summary(conversation[i])), None)
+        self.pinned_out = False  # the pointer passed it: it is sent on its own
+        last_call = next((i for i in range(len(conversation) - 1, first - 1, -1)
+                          if conversation[i].tool_calls), len(conversation) - 1)
+        self.last_group = max(first, min(last_call, len(conversation) - 1))
+
+    def _replace(self, i: int, message: Message) -> None:
+        self.conversation[i] = message
+        size = self.estimator.message_tokens(message)
+        if i >= self.start or (i == self.pinned and self.pinned_out):
+            self.total += size - self.sizes[i]
+        self.sizes[i] = size
+
+    def _shrink(self, i: int, result_chars: int) -> None:
+        message = self.conversation[i]
+        if message.role == "tool" and len(message.content or "") > result_chars:
+            # Over CUT_TOOL_RESULTS_OVER: to CUT_TOOL_RESULTS_TO (memoised); shorter limits cut
+            # to themselves.
+            self._replace(i, cut_tool_result(message) if result_chars == CUT_TOOL_RESULTS_OVER
+                          else cut_result(message, result_chars))
+            self.cut_at.add(i)
+        elif message.role == "assistant" and message.tool_calls:
+            shorter = shrink_tool_calls(message)
+            if shorter is not message:
+                self._replace(i, shorter)
+                self.shrunk_at.add(i)
 
     def cut_old_tool_results(self) -> None:
-        conversation, sizes = self.conversation, self.sizes
+        """Old results to head and tail, old calls' long arguments to a head and a note."""
         for i in range(self.start, self.recent):
-            message = conversation[i]
-            if message.role == "tool" and len(message.content or "") > CUT_TOOL_RESULTS_OVER:
-                shorter = cut_tool_result(message)
-                conversation[i] = shorter
-                size = self.estimator.message_tokens(shorter)
-                self.total += size - sizes[i]
-                sizes[i] = size
-                self.cut_at.append(i)
+            self._shrink(i, CUT_TOOL_RESULTS_OVER)
+
+    def shrink_recent(self, result_chars: int) -> None:
+        """The last messages' results to ``result_chars`` and their calls' arguments shrunk;
+        the newest message from the person stays whole."""
+        for i in range(max(self.start, self.recent), len(self.conversation)):
+            if i != self.pinned:
+                self._shrink(i, result_chars)
+
+    def drop_recent(self, raw_tokens: float) -> None:
+        """The last resort: drop groups of the last messages too, oldest first, up to the last
+        call and its results (and never the newest message from the person)."""
+        self.drop_end = max(self.drop_end, self.last_group)
+        self.drop_oldest(raw_tokens)
 
     def _group_end(self) -> int:
         end = self.start + 1
@@ -228,9 +293,14 @@ class _Plan:
             end += 1
         return end
 
+    def _group_size(self, end: int) -> int:
+        return sum(self.sizes[i] for i in range(self.start, end) if i != self.pinned)
+
     def _drop_group(self) -> None:
         end = self._group_end()
-        self.total -= sum(self.sizes[self.start : end])
+        self.total -= self._group_size(end)
+        if self.pinned is not None and self.start <= self.pinned < end:
+            self.pinned_out = True
         self.start = end
 
     def drop_oldest(self, raw_tokens: float) -> None:
@@ -244,7 +314,7 @@ class _Plan:
         stop before the prompt would fall under ``keep_tokens``."""
         while self.start < self.drop_end and self.start - self.lead < dropped_count:
             end = self._group_end()
-            if self.total - sum(self.sizes[self.start : end]) < keep_tokens:
+            if self.total - self._group_size(end) < keep_tokens:
                 return
             self._drop_group()
 
@@ -255,11 +325,15 @@ class _Plan:
 
     def result(self) -> TrimResult:
         conversation = self.conversation
+        pinned = [conversation[self.pinned]] if self.pinned_out and self.pinned is not None \
+            else []
         return TrimResult(
-            messages=[*self.system, *conversation[: self.lead], *conversation[self.start :]],
-            dropped_count=self.start - self.lead,
+            messages=[*self.system, *conversation[: self.lead], *pinned,
+                      *conversation[self.start :]],
+            dropped_count=self.start - self.lead - len(pinned),
             cut_tool_results=sum(1 for i in self.cut_at if i >= self.start),
             estimated_tokens=self.estimator.scale(self.key, self.total),
+            shrunk_calls=sum(1 for i in self.shrunk_at if i >= self.start),
         )
 
 

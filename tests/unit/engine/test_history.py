@@ -208,7 +208,12 @@ def test_the_last_messages_never_split_a_call_from_its_results() -> None:
         *[Message.tool(c.id, code(200, i)) for i, c in enumerate(calls)],
     ]
     result = trim(history, [], 500, calibrated())
-    assert result.messages[len(SYSTEM):] == history[-6:]  # the call and its 5 results, whole
+    # The request, the call and its 5 results: the results cut to head and tail, never split.
+    sent = result.messages[len(SYSTEM):]
+    assert sent[:2] == history[-7:-5]
+    assert [m.tool_call_id for m in sent[2:]] == [c.id for c in calls]
+    for before, after in zip(history[-5:], sent[2:], strict=True):
+        assert (after.content or "").startswith((before.content or "")[:150])
     assert_well_formed(result.messages)
 
 
@@ -266,8 +271,11 @@ def test_trim_harder_halves_the_droppable_history_until_nothing_is_left() -> Non
             SYSTEM, history, new, result, estimator, KEY, tools=TOOLS
         )
         assert_well_formed(result.messages)
-    assert result.dropped_count == previous.dropped_count  # no more progress: caller fails
-    assert result.messages[-4:] == [*history[-3:], *new]
+    assert result.estimated_tokens >= previous.estimated_tokens  # no smaller: caller fails
+    # Last, the final messages were shrunk too, but stay: the call's results and the request.
+    assert [m.tool_call_id for m in result.messages[-4:]] == [
+        m.tool_call_id for m in [*history[-3:], *new]]
+    assert result.messages[-1] == new[0]
 
 
 # --- compaction -------------------------------------------------------------------------------
