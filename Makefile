@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 # memory, so `make bench` writes them afresh before it measures start-up.
 BYTECODE = $(PY) -m compileall -q server/agentls
 
-.PHONY: test demo bench lint install clean vscode-test e2e-vscode acp-node demo-acp
+.PHONY: test demo bench lint install clean vscode-test e2e-vscode acp-node demo-acp agent-clis
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,7 +37,7 @@ lint: $(STAMP) $(STYLUA)
 # see the issue 13 note), alone it passes; either way it runs on every `make test`.
 FUZZ := tests/lsp/test_wire_fuzz.py
 
-test: lint vscode-test acp-node
+test: lint vscode-test acp-node agent-clis
 	$(VENV)/bin/pytest --deselect $(FUZZ)::test_fuzzed_messages_never_stop_the_server
 	$(VENV)/bin/pytest $(FUZZ)
 
@@ -71,6 +71,15 @@ $(ACP_NODE): tests/acp/node/package-lock.json
 	@touch $@
 
 acp-node: $(ACP_NODE)
+
+# The real OpenAI Codex CLI (pinned, from the lockfile) that tests/cli/test_codex_cli.py runs
+# offline against the scripted model server.
+AGENT_CLIS := tests/agent_clis/node_modules/.installed
+$(AGENT_CLIS): tests/agent_clis/package-lock.json
+	cd tests/agent_clis && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+agent-clis: $(AGENT_CLIS)
 
 demo-acp: $(STAMP)
 	$(PY) -m agentls.devtools.demo_acp

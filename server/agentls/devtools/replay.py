@@ -18,6 +18,11 @@ Endpoints (all under ``/v1``)
     ``finish_reason``. With ``stream_options.include_usage`` every chunk has
     ``"usage": null`` and a last chunk has ``choices: []`` and the usage. Without
     ``stream`` the answer is one ``chat.completion`` object with ``usage``.
+``POST /v1/responses``
+    The Responses API, as the Codex CLI speaks it (``agentls.devtools.replay_responses``):
+    ``input`` items read as chat messages for ``match``; the reply streams as
+    ``response.created`` / ``response.output_text.delta`` / ``response.output_item.done``
+    (a ``message``, then one ``function_call`` per tool call) / ``response.completed``.
 ``GET /v1/models``, ``GET /v1/models/{id}``
     The script's model list (``owned_by: "scripted"``).
 ``POST /v1/embeddings``

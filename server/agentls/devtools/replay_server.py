@@ -26,6 +26,7 @@ from agentls.devtools.replay_requests import (
     RecordedRequest,
     RemainingStep,
 )
+from agentls.devtools.replay_responses import responses_answer
 from agentls.devtools.replay_script import Reply, Script, Step, load_script
 from agentls.devtools.replay_tokens import (
     count_completion_tokens,
@@ -205,7 +206,8 @@ class ReplayServer:
         script = self._script
         route = (method, path.rstrip("/"))
         known = route in {("POST", "/v1/chat/completions"), ("POST", "/v1/embeddings"),
-                          ("POST", "/v1/completions"), ("GET", "/v1/models")} or (
+                          ("POST", "/v1/completions"), ("POST", "/v1/responses"),
+                          ("GET", "/v1/models")} or (
             method == "GET" and path.startswith("/v1/models/"))
         if not known:
             return error_answer(404, f"Invalid URL ({method} {path})"), None
@@ -235,6 +237,8 @@ class ReplayServer:
             return self._embeddings(script, body), None
         if path.rstrip("/") == "/v1/completions":
             return completion_answer(script, body, self._select, self._next_number)
+        if path.rstrip("/") == "/v1/responses":  # the Codex CLI's API (replay_responses.py)
+            return responses_answer(script, body, self._select, self._next_number)
         return self._chat(body)
 
     @staticmethod

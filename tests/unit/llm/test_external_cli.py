@@ -91,7 +91,8 @@ async def test_codex_streams_its_jsonl_events_as_text_and_activity(
     assert "a + b" in (workspace / "calc.py").read_text()
 
     [call] = [c for c in standins.calls(bin_dir) if c["argv"][:1] == ["exec"]]
-    assert call["argv"][:3] == ["exec", "--json", "--full-auto"] and call["argv"][-1] == "-"
+    assert call["argv"][:4] == ["exec", "--json", "--sandbox", "workspace-write"]
+    assert call["argv"][-1] == "-"
     assert call["stdin"] == "-make add() add"  # the prompt came on stdin, whatever it starts with
     assert call["cwd"] == str(workspace)
 
@@ -100,7 +101,7 @@ async def test_codex_model_is_passed_only_when_chosen(tmp_path: Path, workspace:
     bin_dir = install(tmp_path, codex="ok")
     await run_cli(CodexCli(env=make_env(bin_dir), model="gpt-5-codex"), workspace)
     [call] = [c for c in standins.calls(bin_dir) if c["argv"][:1] == ["exec"]]
-    assert call["argv"][3:6] == ["--model", "gpt-5-codex", "-"]
+    assert call["argv"][4:7] == ["--model", "gpt-5-codex", "-"]
 
 
 async def test_codex_401_is_an_auth_failure(tmp_path: Path, workspace: Path) -> None:
