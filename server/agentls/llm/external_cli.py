@@ -13,8 +13,7 @@ Documentation followed, per tool:
   input_tokens, cached_input_tokens, output_tokens), ``turn.failed`` (error.message),
   ``item.started|updated|completed`` with items ``agent_message``, ``reasoning``,
   ``command_execution``, ``file_change``, ``mcp_tool_call``, ``web_search``, ``todo_list``,
-  ``error``, and a top-level ``error``; ``--sandbox workspace-write`` allows edits in the
-  workspace;
+  ``error``, and a top-level ``error``; ``-s workspace-write`` allows edits in the workspace;
   ``CODEX_API_KEY`` authenticates ``codex exec``. The prompt is read from stdin when it is
   ``-`` (``codex exec --help``). Sign-in check: ``codex login status`` (codex-rs
   ``cli/src/login.rs``: exit 0 "Logged in using …", exit 1 "Not logged in").
@@ -270,9 +269,7 @@ class CodexCli(AgentCli):
         return Detection("unauthenticated", _first_line(text) or "not logged in", path)
 
     def _invocation(self, path: str, prompt: str) -> _Invocation:
-        # --sandbox workspace-write: edits in the workspace, commands in codex's own sandbox
-        # (`--full-auto` said the same until codex 0.16x removed it; checked against the real
-        # binary, tests/cli/test_codex_cli.py).
+        # Edits in the workspace (`--full-auto` until codex 0.169; tests/cli/test_codex_cli.py).
         argv = [path, "exec", "--json", "--sandbox", "workspace-write"]
         if self.model:
             argv += ["--model", self.model]
