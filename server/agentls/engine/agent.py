@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentls.config import Settings
-from agentls.engine import context
+from agentls.engine import context, models, modes
 from agentls.engine.compaction import maybe_compact
 from agentls.engine.context_cache import ProjectContextCache
 from agentls.engine.events import (
@@ -32,6 +33,7 @@ from agentls.engine.events import (
     RetryEvent,
     StatusEvent,
     TextDelta,
+    TurnStarted,
 )
 from agentls.engine.history import (
     TrimResult,
@@ -91,6 +93,9 @@ class RunRequest:
     timeout_s: float | None = None
     tools: Iterable[str] | None = None  # restrict the toolbox (code actions)
     use_cache: bool = True
+    # What engine/references.py resolved: the chips of the attachments, and what it refused.
+    chips: Sequence[Any] = ()  # references.Chip
+    refused: Sequence[Any] = ()  # references.Refusal
 
 
 @dataclass
@@ -224,6 +229,7 @@ class Agent:
                 run.history, seqs = await asyncio.to_thread(request_history, self.store,
                                                              session_id)
                 backend: Backend = self.backends.get(session.backend)
+                run.model = models.session_model(session, backend.model)
                 if not state.system:  # levels 1-3: once per session, then never changed
                     state.facts, state.instructions = await self.project_context(workspace)
                     state.system = context.system_messages(state.facts, state.instructions)
@@ -256,7 +262,7 @@ class Agent:
                 )
                 for note in turn.notes:
                     frontend.on_event(StatusEvent(message=note))
-                append_message(self.store, run, turn.message)
+                self._store_request(run, request, turn.message, turn.notes, backend, frontend)
                 stop = await self._loop(run, request, frontend, workspace, backend, state)
         except TimeoutError:
             stop = "timeout"
@@ -274,6 +280,9 @@ class Agent:
             hint = "see the AgentLS log; the session is kept, so you can ask again"
         finally:
             close_open_calls(self.store, run, stop)
+            if run.user_message_id is not None:
+                self.store.update_metadata(run.user_message_id, outcome=stop,
+                                           ended_at=time.time())
 
         if stop in ("error", "timeout"):
             frontend.on_event(ErrorEvent(
@@ -332,13 +341,13 @@ class Agent:
                 search_index=lambda: self.search_hub.get(workspace),
             ),
             [*DEFAULT_TOOLS, *mcp_defs],
-            only=request.tools,
+            only=modes.allowed_tools(modes.of_session(run.session), request.tools),
         )
         specs = [ToolSpec(s.name, s.description, s.parameters) for s in toolbox.schemas()]
         specs.append(ASK_USER_SPEC)
         max_iterations = request.max_iterations or self.settings.max_iterations
         continuations = 0
-        key = (backend.name, backend.model)
+        key = (backend.name, run.model or backend.model)
         budget = prompt_budget(self._context_tokens(backend))
         trimmed: TrimResult | None = None
 
@@ -362,7 +371,8 @@ class Agent:
             if not response.tool_calls:
                 if response.finish_reason == "length" and continuations < MAX_LENGTH_CONTINUATIONS:
                     continuations += 1
-                    append_message(self.store, run, Message.user(CONTINUE_PROMPT))
+                    append_message(self.store, run, Message.user(CONTINUE_PROMPT),
+                                   {"internal": "continue"})
                     continue
                 if repeated_answer(run, response.text, ()):
                     return "no_progress"
@@ -399,7 +409,7 @@ class Agent:
         # Agent turns (tools offered) are not replayed from the cache unless configured.
         use_cache = request.use_cache and (not specs or self.settings.cache.agent_runs)
         while True:
-            chat = ChatRequest(trimmed.messages, tools=specs)
+            chat = ChatRequest(trimmed.messages, tools=specs, model=run.model or None)
             try:
                 response: ChatResponse | None = None
                 async for chunk in backend.stream(chat, on_retry=on_retry,
@@ -430,6 +440,27 @@ class Agent:
                 self.estimator.observe_request(key, chat.messages, specs,
                                                response.usage.prompt_tokens)
             return response, trimmed
+
+    def _store_request(self, run: RunState, request: RunRequest, message: Message,
+                       trimmed: Sequence[str], backend: Backend, frontend: Frontend) -> None:
+        """Store the turn's request with what the history shows of it (the person's words,
+        the chips, refusals and notes as fields), and tell the front-end."""
+        from agentls.engine.references import mark_trimmed
+
+        chips = [c.to_dict() for c in mark_trimmed(request.chips, trimmed)]
+        refused = [r.to_dict() for r in request.refused]
+        mode = modes.of_session(run.session).id
+        metadata: dict[str, Any] = {"prompt": request.prompt, "run_id": run.run_id,
+                                    "model": run.model, "backend": backend.name, "mode": mode}
+        for key, value in (("attachments", chips), ("refused", refused),
+                           ("notes", list(request.notes)), ("trimmed", list(trimmed))):
+            if value:
+                metadata[key] = value
+        run.user_message_id = append_message(self.store, run, message, metadata)
+        frontend.on_event(TurnStarted(
+            prompt=request.prompt, attachments=tuple(chips), refused=tuple(refused),
+            notes=tuple(trimmed) + tuple(r.note for r in request.refused),
+            model=run.model, backend=backend.name, mode=mode))
 
     # --- session state --------------------------------------------------------------------
 

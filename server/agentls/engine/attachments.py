@@ -46,6 +46,16 @@ class Diagnostic:
 
 
 @dataclass(frozen=True)
+class Snippet:
+    """A text the person attached that is no file of its own: the uncommitted changes, a
+    symbol's lines, a second selection (engine/references.py)."""
+
+    title: str  # the section's heading, e.g. "Symbol: parse (src/p.py, lines 3-20)"
+    text: str
+    source: str = ""  # a file name (for the fence's language) or "diff"
+
+
+@dataclass(frozen=True)
 class Attachments:
     """Level 4: what the person attached to this turn. Paths as the editor gives them
     (relative, absolute or ``file://`` URIs)."""
@@ -53,9 +63,10 @@ class Attachments:
     selection: Selection | None = None
     files: Sequence[str] = ()
     diagnostics: Sequence[Diagnostic] = ()
+    snippets: Sequence[Snippet] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.selection or self.files or self.diagnostics)
+        return bool(self.selection or self.files or self.diagnostics or self.snippets)
 
 
 @dataclass(frozen=True)
@@ -98,7 +109,8 @@ def render_turn(
         return RenderedTurn(Message.user(prompt))
     starved = False  # so little room that a cut file would say nothing: leave it out
     if room_tokens is not None:
-        items = len(attachments.files) + (1 if attachments.selection is not None else 0)
+        items = (len(attachments.files) + len(attachments.snippets)
+                 + (1 if attachments.selection is not None else 0))
         share = max(0, room_tokens) // max(1, items)
         starved = share < MIN_ATTACHMENT_TOKENS
         file_token_cap = min(file_token_cap, share)
@@ -115,6 +127,8 @@ def render_turn(
         sections.append(_selection_section(attachments.selection, ws, earlier, files,
                                            count_tokens, file_token_cap, notes, starved))
     sections += [f.rendered for f in files]
+    sections += [_snippet_section(s, count_tokens, file_token_cap, notes, starved)
+                 for s in attachments.snippets]
     if attachments.diagnostics:
         sections.append(_diagnostics_section(attachments.diagnostics, ws))
     if related:
@@ -237,6 +251,18 @@ def _selection_section(
     if note:
         notes.append(note)
     return f"{heading}\n{fenced(shown, language_of(wp.abs.name))}"
+
+
+def _snippet_section(snippet: Snippet, count_tokens: CountTokens, cap: int, notes: list[str],
+                     starved: bool) -> str:
+    if starved and count_tokens(snippet.text) > cap:
+        notes.append(f"{snippet.title} was not sent to the model: {_NO_ROOM}")
+        return f"## {snippet.title}\n(not included: {_NO_ROOM})"
+    shown, heading, note = fit_text(snippet.text, snippet.title, count_tokens, cap)
+    if note:
+        notes.append(note)
+    language = "diff" if snippet.source == "diff" else language_of(snippet.source)
+    return f"## {heading}\n" + fenced(shown, language)
 
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "information": 2, "info": 2, "hint": 3}

@@ -12,7 +12,8 @@ from typing import Any, Literal, Protocol
 
 from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
 
-EventKind = Literal["text", "toolCall", "toolResult", "status", "retry", "edit", "done", "error"]
+EventKind = Literal["turn", "text", "toolCall", "toolResult", "status", "retry", "edit", "done",
+                    "error"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -21,6 +22,22 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnStarted(Event):
+    """The request is stored: what the person asked, the chips of what was attached, what
+    was refused and why, and the model and mode this turn runs with. The history
+    (``engine/display_history.py``) shows the same fields for this turn."""
+
+    prompt: str = ""
+    attachments: tuple[dict[str, Any], ...] = ()
+    refused: tuple[dict[str, Any], ...] = ()
+    notes: tuple[str, ...] = ()  # for the person: what was cut or left out
+    model: str = ""
+    backend: str = ""
+    mode: str = ""
+    kind: EventKind = "turn"
 
 
 @dataclass(frozen=True, kw_only=True)

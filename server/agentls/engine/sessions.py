@@ -6,8 +6,9 @@ each thread gets its own connection. Nothing here ever holds a credential, and `
 anything that looks like one from metadata before it is written.
 
 The schema and its migrations are in ``session_schema.py``; the ``.agentls/`` folder and its
-``.gitignore`` in ``state_dir.py``. At ~410 lines this is the store alone: sessions, messages
-and their metadata, and the command history.
+``.gitignore`` in ``state_dir.py``. At ~440 lines it stays one: this is the store alone
+(sessions, messages and their metadata, the turns' boundaries, the command history), each
+method one small transaction over the same tables.
 """
 
 from __future__ import annotations
@@ -344,6 +345,29 @@ class SessionStore:
             query += " AND kind != 'summary'"
         rows = self._conn().execute(query + " ORDER BY seq", (session_id,)).fetchall()
         return [_stored_message(session_id, row) for row in rows]
+
+    def turn_starts(self, session_id: str) -> list[int]:
+        """The seq of each request the person made (user messages, not the ones AgentLS
+        adds itself, marked ``internal`` in their metadata), in order."""
+        rows = self._conn().execute(
+            "SELECT seq FROM messages WHERE session_id = ? AND role = 'user'"
+            " AND kind = 'message' AND (metadata IS NULL OR metadata NOT LIKE '%\"internal\":%')"
+            " ORDER BY seq", (session_id,)).fetchall()
+        return [row[0] for row in rows]
+
+    def display_rows(self, session_id: str, first_seq: int,
+                     end_seq: int | None) -> list[tuple[Any, ...]]:
+        """Raw rows ``(seq, role, content, tool_calls, tool_call_id, kind, metadata,
+        created_at)`` with ``first_seq <= seq < end_seq`` (None: to the end), for the history
+        a person reads (engine/display_history.py). The content of what the history does not
+        show (a request whose metadata keeps the person's words, a tool result whose metadata
+        keeps its summary) is left unread: NULL."""
+        return self._conn().execute(
+            "SELECT seq, role, CASE WHEN (role = 'user' AND metadata LIKE '%\"prompt\":%')"
+            " OR (role = 'tool' AND metadata LIKE '%\"summary\":%') THEN NULL ELSE content END,"
+            " tool_calls, tool_call_id, kind, metadata, created_at FROM messages"
+            " WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
+            (session_id, first_seq, end_seq if end_seq is not None else 2**62)).fetchall()
 
     def update_metadata(self, message_id: int, **fields: Any) -> bool:
         """Merge ``fields`` into a stored message's metadata (e.g. whether the person applied

@@ -8,6 +8,7 @@ at the output limit is not run (its arguments are incomplete); the model is told
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -79,7 +80,9 @@ async def run_tools(
         # ChangeSet holds their edits. turns.close_open_calls answers the others.
         for call in calls:
             if call.id in results:
-                append_message(store, run, Message.tool(call.id, results[call.id], call.name))
+                ok_, summary = shown_result(results[call.id])
+                append_message(store, run, Message.tool(call.id, results[call.id], call.name),
+                               {"ok": ok_, "summary": summary})
 
 
 async def _call(call: ToolCall, toolbox: ToolBox, frontend: Frontend,
@@ -88,7 +91,7 @@ async def _call(call: ToolCall, toolbox: ToolBox, frontend: Frontend,
         result = await _ask_user(call, frontend, automation)
         text = to_json(result)
         frontend.on_event(ToolResultEvent(call_id=call.id, name=call.name,
-                                          ok=bool(result["ok"]), summary=_summary(result)))
+                                          ok=bool(result["ok"]), summary=result_summary(result)))
         return text
     outcome: ToolOutcome = await toolbox.call(call.name, call.arguments)
     if call.name == "shell_exec" and outcome.arguments and outcome.result.get("ok") is not None:
@@ -97,7 +100,7 @@ async def _call(call: ToolCall, toolbox: ToolBox, frontend: Frontend,
             run.commands.append((str(outcome.arguments.get("command", "")),
                                  exit_code if isinstance(exit_code, int) else None))
     frontend.on_event(ToolResultEvent(call_id=call.id, name=call.name, ok=outcome.ok,
-                                      summary=_summary(outcome.result),
+                                      summary=result_summary(outcome.result),
                                       output=_output(outcome.result)))
     return outcome.text
 
@@ -153,7 +156,20 @@ def _output(result: dict[str, Any]) -> str:
     return f"{text}\n[exit code {result.get('exit_code')}]".lstrip("\n")
 
 
-def _summary(result: dict[str, Any]) -> str:
+def shown_result(text: str) -> tuple[bool, str]:
+    """(ok, summary) of a stored tool result, as its ``toolResult`` event showed it."""
+    try:
+        result = json.loads(text)
+    except ValueError:
+        return True, ""
+    if not isinstance(result, dict):
+        return True, ""
+    if result.get("error") == "CUT_OFF":
+        return False, "cut off at the output limit"
+    return bool(result.get("ok")), result_summary(result)
+
+
+def result_summary(result: dict[str, Any]) -> str:
     if result.get("ok"):
         for key in ("path", "action", "count", "exit_code", "answer"):
             if key in result:

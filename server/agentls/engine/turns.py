@@ -7,9 +7,9 @@ result (a real one, or ``NOT_RUN`` when the run stopped first), so the next requ
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from agentls.engine import context
 from agentls.engine.events import EditEvent, FileChangeInfo
@@ -53,16 +53,23 @@ class RunState:
         self.commands: list[tuple[str, int | None]] = []
         self.open_calls: list[ToolCall] = []  # calls stored without results yet
         self.cached_turns = 0
+        self.model = ""  # the model this run asks (the session's chosen one, or the backend's)
+        self.user_message_id: int | None = None  # the stored request, for the turn's outcome
 
 
-def append_message(store: SessionStore, run: RunState, message: Message) -> None:
-    """Store a message the moment it is complete, and keep the request history in step."""
-    store.append(run.session.id, message)
+def append_message(store: SessionStore, run: RunState, message: Message,
+                   metadata: Mapping[str, Any] | None = None) -> int:
+    """Store a message the moment it is complete, and keep the request history in step.
+    Assistant messages record the model that answered."""
+    if message.role == "assistant" and run.model and metadata is None:
+        metadata = {"model": run.model}
+    message_id = store.append(run.session.id, message, metadata=metadata)
     run.history.append(message)
     if message.role == "assistant" and message.tool_calls:
         run.open_calls = list(message.tool_calls)
     elif message.role == "tool":
         run.open_calls = [c for c in run.open_calls if c.id != message.tool_call_id]
+    return message_id
 
 
 def close_open_calls(store: SessionStore, run: RunState, stop: StopReason) -> None:

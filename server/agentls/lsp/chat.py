@@ -30,6 +30,8 @@ from agentls.lsp.turn import TurnRequest
 
 if TYPE_CHECKING:
     from agentls.engine.context import Attachments
+    from agentls.engine.host import EngineHost
+    from agentls.engine.references import Reference, ResolvedContext
     from agentls.engine.sessions import StoredMessage
 
 log = logging.getLogger(__name__)
@@ -75,17 +77,109 @@ def _range_text(ls: ServerContext, context: ChatContext) -> str:
         return ""
 
 
+def engine_references(ls: ServerContext,
+                      refs: tuple[protocol.ContextReference, ...]) -> list[Reference]:
+    """The client's references as the engine resolves them (selections read from the buffer)."""
+    from agentls.engine.context import Diagnostic
+    from agentls.engine.references import Reference
+
+    out = []
+    for ref in refs:
+        if ref.kind == "selection" and ref.range is not None:
+            start, end = ref.range.start, ref.range.end
+            last = end.line if end.character == 0 and end.line > start.line else end.line + 1
+            text = _range_text(ls, ChatContext(ref.target, ref.range))
+            out.append(Reference("selection", _path_or_uri(ref.target), start.line + 1,
+                                 max(last, start.line + 1), text))
+        elif ref.kind == "diagnostics":
+            out.append(Reference("diagnostics", _path_or_uri(ref.target) if ref.target else "",
+                                 diagnostics=tuple(
+                Diagnostic(_path_or_uri(d.uri), d.line + 1, d.message,
+                           _SEVERITIES.get(d.severity or 1, "error"), d.character + 1, d.source,
+                           d.code) for d in ref.diagnostics)))
+        elif ref.kind in ("file", "buffer"):
+            out.append(Reference(ref.kind, _path_or_uri(ref.target)))  # type: ignore[arg-type]
+        else:
+            out.append(Reference(ref.kind, ref.target))  # type: ignore[arg-type]
+    return out
+
+
+async def resolve_references(ls: ServerContext, host: EngineHost, base: Attachments | None,
+                             refs: tuple[protocol.ContextReference, ...]) -> ResolvedContext:
+    """The turn's attachments and chips: ``base`` (the older ``context``) plus ``refs``."""
+    from agentls.engine import references
+
+    workspace = ls.new_workspace()
+    diff: str | None = None
+    unavailable = ""
+    if any(r.kind == "changes" for r in refs):
+        try:
+            diff = await references.uncommitted_diff(workspace)
+        except references.ChangesUnavailable as exc:
+            unavailable = str(exc)
+
+    def changes() -> str:
+        if diff is None:
+            raise references.ChangesUnavailable(unavailable)
+        return diff
+
+    return await asyncio.to_thread(
+        references.resolve, engine_references(ls, refs), workspace, base=base,
+        symbols=lambda: host.agent.search_hub.get(workspace), changes=changes)
+
+
 async def run_chat(ls: ServerContext, params: ChatParams) -> ChatResult:
     """One chat turn, for ``agentls/chat`` and the ``agentls.chat`` command."""
     try:
-        await ls.engine()  # loads the engine (in a thread) before the context is built
-        request = TurnRequest(params.prompt, session_id=params.session_id,
-                              attachments=attachments_for(ls, params.context),
+        host = await ls.engine()  # loads the engine (in a thread) before the context is built
+        session_id = params.session_id
+        if params.model is not None or params.mode is not None or params.backend is not None:
+            session_id = await _apply_options(ls, host, params)
+        attachments = attachments_for(ls, params.context)
+        chips: list[Any] = []
+        refused: list[Any] = []
+        if params.references:
+            resolved = await resolve_references(ls, host, attachments, params.references)
+            attachments = resolved.attachments or None
+            chips, refused = resolved.chips, resolved.refused
+        request = TurnRequest(params.prompt, session_id=session_id,
+                              attachments=attachments, chips=chips, refused=refused,
                               work_done_token=params.work_done_token)
         turn = await ls.run_agent(request)
     except TurnRefused as exc:
         raise refused_error(exc) from None
     return turn.chat_result()
+
+
+async def _apply_options(ls: ServerContext, host: EngineHost, params: ChatParams) -> str:
+    """The session of a chat that names a model or mode: switched to them (created first
+    when the chat starts a new session)."""
+    from agentls.engine import models, modes
+    from agentls.engine.sessions import SessionNotFound, title_from
+
+    settings = host.agent.settings
+    session_id = params.session_id
+    try:
+        if params.mode is not None:
+            modes.get(params.mode)  # an unknown mode refuses the chat before a session exists
+        if params.model is not None or params.backend is not None:
+            current = host.store.get_session(session_id) if session_id else None
+            backend = params.backend or (current.backend if current else settings.backend)
+            config = settings.backends.get(backend)
+            model = params.model or (config.model if config else "")
+            listing = await models.list_models(settings)
+            models.check_model(listing, backend, model)
+        if session_id is None:
+            session_id = host.store.create_session(
+                backend=settings.backend, model=settings.active_backend.model,
+                title=title_from(params.prompt)).id
+        if params.model is not None or params.backend is not None:
+            models.set_session_model(host.store, session_id, backend, model)
+        if params.mode is not None:
+            modes.set_session_mode(host.store, session_id, params.mode)
+    except (modes.UnknownMode, models.UnknownModel, SessionNotFound) as exc:
+        raise TurnRefused(str(exc), code=protocol.INVALID_PARAMS) from None
+    return session_id
 
 
 def session_payload(info: Any) -> protocol.SessionPayload:

@@ -4,7 +4,9 @@ DESIGN.md's LSP contract, in code. Clients (VS Code, Neovim, tests) depend on th
 shapes; change them only together with both clients. Payload keys are camelCase like the rest
 of LSP. Parsing raises ``ParamsError`` with a message the client author can act on.
 
-This module is imported at server start-up: standard library and lsprotocol only.
+This module is imported at server start-up: standard library and lsprotocol only. At ~500
+lines it stays one: it is the contract, every method and payload in one place for client
+authors to read.
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ SESSIONS = "agentls/sessions"
 HISTORY = "agentls/history"
 CHAT_EVENT = "agentls/chatEvent"  # server -> client notification
 COMPLETION_STATUS = "agentls/completionStatus"  # server -> client: {status, message}
+# The conversation (issue 29): models and modes per session, display-ready history, mentions.
+MODELS = "agentls/models"  # {sessionId?} -> ModelsResult
+SET_MODEL = "agentls/setModel"  # {sessionId, model, backend?} -> SessionOptionsResult
+SET_MODE = "agentls/setMode"  # {sessionId, mode} -> SessionOptionsResult
+TURNS = "agentls/turns"  # {sessionId, limit?, before?} -> TurnsResult
+MENTIONS = "agentls/mentions"  # {query, kinds?, limit?} -> {items: [MentionItem]}
 
 # --- commands (workspace/executeCommand) ------------------------------------------------
 
@@ -121,12 +129,141 @@ class ChatContext:
     diagnostics: tuple[ContextDiagnostic, ...] = ()
 
 
+REFERENCE_KINDS = ("file", "buffer", "selection", "diagnostics", "changes", "symbol", "url")
+
+
+@dataclass(frozen=True)
+class ContextReference:
+    """One thing the person pointed at (``@file``, ``#buffer``, ``#selection`` ...); the
+    server resolves it (engine/references.py). Wire shapes, by ``kind``:
+
+    - ``{"kind": "file", "uri": "file:///..."}`` or ``{"kind": "file", "path": "src/a.py"}``
+    - ``{"kind": "buffer", "uri": ...}``: the editor's current buffer (its unsaved text)
+    - ``{"kind": "selection", "uri": ..., "range": Range}``: the text is read from the buffer
+    - ``{"kind": "diagnostics", "uri"?: ..., "diagnostics": [Diagnostic (+ "uri")]}``
+    - ``{"kind": "changes"}``: the uncommitted changes (``git diff HEAD``)
+    - ``{"kind": "symbol", "name": "parse_config"}``: through the workspace's search index
+    - ``{"kind": "url", "url": "https://..."}``: refused with the reason (no network)
+    """
+
+    kind: str
+    target: str = ""
+    range: lsp.Range | None = None
+    diagnostics: tuple[ContextDiagnostic, ...] = ()
+
+
 @dataclass(frozen=True)
 class ChatParams:
     prompt: str
     session_id: str | None = None
     context: ChatContext = ChatContext()
     work_done_token: str | int | None = None
+    references: tuple[ContextReference, ...] = ()
+    model: str | None = None  # switch the session to it before this turn
+    backend: str | None = None
+    mode: str | None = None  # ask | edit | agent (engine/modes.py)
+
+
+class ChipPayload(TypedDict, total=False):
+    kind: str  # file | buffer | selection | diagnostics | changes | symbol
+    name: str
+    lines: int
+    size: int  # bytes
+    range: str  # "12-30" (selection, symbol)
+    note: str  # trimmed, and how
+
+
+class RefusedPayload(TypedDict):
+    kind: str
+    name: str
+    reason: str
+
+
+class ToolCallStepPayload(TypedDict):
+    kind: str  # "toolCall"
+    id: str
+    name: str
+    arguments: str  # the call's JSON arguments, cut at 300 characters
+    ok: bool | None  # None: no result was stored
+    summary: str  # "ok (path: a.py)", "NOT_FOUND: ..." (as the live toolResult event)
+
+
+class TurnUserPayload(TypedDict):
+    text: str  # the person's own words, never the prompt AgentLS built around them
+    attachments: list[ChipPayload]
+    refused: list[RefusedPayload]
+    notes: list[str]  # what AgentLS told the model first (a rejected edit ...): not the person's
+    trimmed: list[str]  # attachments cut or left out to fit, and why
+
+
+class TurnPayload(TypedDict, total=False):
+    index: int  # 0-based position of the turn in the session
+    runId: str | None
+    user: TurnUserPayload
+    model: str | None  # the model that answered
+    backend: str | None
+    mode: str | None  # ask | edit | agent
+    steps: list[dict[str, Any]]  # in order: {"kind": "text", "text"} | ToolCallStepPayload
+    text: str  # the assistant's text, steps joined as it streamed
+    toolCalls: list[ToolCallStepPayload]
+    changes: dict[str, Any]  # {"text": "edited a.py (+1 −0)", "applied": bool | None}
+    outcome: str | None  # the stop reason; None while running or for an interrupted turn
+    startedAt: float
+    endedAt: float | None
+    durationMs: int | None
+
+
+class TurnsResult(TypedDict):
+    sessionId: str
+    turns: list[TurnPayload]  # oldest first
+    start: int  # index of turns[0]
+    total: int  # turns in the session
+    hasMore: bool  # earlier turns exist: ask again with before = start
+
+
+class ModeOption(TypedDict):
+    name: str  # ask | edit | agent
+    label: str
+    description: str
+    writes: bool
+    commands: bool
+
+
+class BackendOption(TypedDict):
+    name: str
+    type: str  # openai | codex | copilot | claude
+    model: str  # the configured model
+    models: list[str]  # served (the configured one first)
+    status: str  # available | unauthenticated | unreachable | unchecked | cli (not for chat)
+    detail: str
+    active: bool
+    anyModel: bool
+    needsKey: bool
+    keySet: bool
+    baseUrl: str
+
+
+class ModelsResult(TypedDict, total=False):
+    backends: list[BackendOption]
+    modes: list[ModeOption]
+    defaultMode: str
+    session: dict[str, Any]  # {sessionId, backend, model, mode} when sessionId was given
+
+
+class SessionOptionsResult(TypedDict):
+    sessionId: str
+    backend: str
+    model: str
+    mode: str
+    running: bool  # a run is on: the change applies from the next turn
+    message: str  # one line for the person
+
+
+class MentionItem(TypedDict, total=False):
+    label: str  # what completion inserts after the trigger, e.g. "file:src/a.py"
+    kind: str  # a reference kind
+    detail: str
+    reference: dict[str, Any]  # the ContextReference to send
 
 
 def plain(value: Any) -> Any:
@@ -140,6 +277,16 @@ def plain(value: Any) -> Any:
     return value
 
 
+def plain_response(data: Any) -> Any:
+    """An answer whose result is plain JSON (AgentLS's own methods), as a dict json encodes
+    as it is: pygls would have cattrs walk every value of it first (1,000 turns of history:
+    ~250 ms). Anything else is returned unchanged."""
+    result = getattr(data, "result", None)
+    if isinstance(result, dict) and getattr(data, "id", None) is not None:
+        return {"jsonrpc": "2.0", "id": data.id, "result": result}
+    return data
+
+
 def parse_chat_params(raw: Any) -> ChatParams:
     data = _object(plain(raw), "agentls/chat params")
     prompt = data.get("prompt")
@@ -151,7 +298,89 @@ def parse_chat_params(raw: Any) -> ChatParams:
     if token is not None and (isinstance(token, bool) or not isinstance(token, str | int)):
         raise ParamsError("'workDoneToken' must be a string or an integer")
     context = _parse_context(data.get("context"))
-    return ChatParams(prompt, session_id, context, token)
+    raw_refs = data.get("references") or []
+    if not isinstance(raw_refs, list):
+        raise ParamsError("'references' must be a list of references, e.g. "
+                          '[{"kind": "file", "path": "src/a.py"}]')
+    references = tuple(parse_reference(r, f"references[{i}]") for i, r in enumerate(raw_refs))
+    return ChatParams(prompt, session_id, context, token, references,
+                      _optional_str(data, "model"), _optional_str(data, "backend"),
+                      _optional_str(data, "mode"))
+
+
+def parse_reference(raw: Any, where: str = "reference") -> ContextReference:
+    data = _object(plain(raw), where)
+    kind = data.get("kind")
+    if kind not in REFERENCE_KINDS:
+        raise ParamsError(f"{where}.kind must be one of {', '.join(REFERENCE_KINDS)}")
+    if kind in ("file", "buffer", "selection"):
+        target = data.get("uri") or data.get("path")
+        if not isinstance(target, str) or not target:
+            raise ParamsError(f"{where} ({kind}) needs a 'uri' or a 'path'")
+        rng = None
+        if kind == "selection":
+            rng = _parse_range(data.get("range"), f"{where}.range")
+        return ContextReference(kind, target, rng)
+    if kind == "diagnostics":
+        uri = data.get("uri")
+        if uri is not None and (not isinstance(uri, str) or not uri):
+            raise ParamsError(f"{where}.uri must be a document URI")
+        items = data.get("diagnostics") or []
+        if not isinstance(items, list):
+            raise ParamsError(f"{where}.diagnostics must be a list of LSP Diagnostic objects")
+        return ContextReference(kind, uri or "", None, tuple(
+            _parse_diagnostic(d, uri, i) for i, d in enumerate(items)))
+    if kind == "changes":
+        return ContextReference(kind)
+    key = "name" if kind == "symbol" else "url"
+    value = data.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ParamsError(f"{where} ({kind}) needs a non-empty '{key}'")
+    return ContextReference(kind, value.strip())
+
+
+def parse_turns_params(raw: Any) -> tuple[str, int, int | None]:
+    """``{sessionId, limit?, before?}`` of agentls/turns."""
+    data = _object(plain(raw), "agentls/turns params")
+    session_id = data.get("sessionId")
+    if not isinstance(session_id, str) or not session_id:
+        raise ParamsError('agentls/turns needs {"sessionId": "<id>"}; list ids with '
+                          "agentls/sessions")
+    limit = data.get("limit", 50)
+    before = data.get("before")
+    for name, value in (("limit", limit), ("before", before)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < (1 if name == "limit" else 0)):
+            least = "positive" if name == "limit" else "non-negative"
+            raise ParamsError(f"'{name}' must be a {least} integer")
+    return session_id, int(limit), before
+
+
+def parse_session_option(raw: Any, method: str, key: str) -> tuple[str, str, str | None]:
+    """``{sessionId, <key>, backend?}`` of agentls/setModel and agentls/setMode."""
+    data = _object(plain(raw), f"{method} params")
+    session_id = data.get("sessionId")
+    value = data.get(key)
+    if not isinstance(session_id, str) or not session_id or not isinstance(value, str) \
+            or not value:
+        raise ParamsError(f'{method} needs {{"sessionId": "<id>", "{key}": "<{key}>"}}; '
+                          f"list them with {MODELS}")
+    return session_id, value, _optional_str(data, "backend")
+
+
+def parse_mentions_params(raw: Any) -> tuple[str, tuple[str, ...], int]:
+    data = _object(plain(raw) if raw is not None else {}, "agentls/mentions params")
+    query = data.get("query", "")
+    if not isinstance(query, str):
+        raise ParamsError("agentls/mentions: 'query' must be a string (may be empty)")
+    kinds = data.get("kinds") or list(REFERENCE_KINDS)
+    if not isinstance(kinds, list) or any(k not in REFERENCE_KINDS for k in kinds):
+        raise ParamsError("agentls/mentions: 'kinds' must list some of "
+                          + ", ".join(REFERENCE_KINDS))
+    limit = data.get("limit", 50)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ParamsError("'limit' must be a positive integer")
+    return query, tuple(kinds), min(int(limit), 500)
 
 
 def parse_run_id(raw: Any) -> str:

@@ -206,7 +206,8 @@ class RunManager:
         workspace = self._ls.new_workspace()
         run_request = RunRequest(request.prompt, attachments=request.attachments, notes=notes,
                                  max_iterations=request.max_iterations,
-                                 timeout_s=request.timeout_s, tools=request.tools)
+                                 timeout_s=request.timeout_s, tools=request.tools,
+                                 chips=request.chips, refused=request.refused)
         active.phase = "running"
         try:
             result = await host.agent.run(session_id, run_request, frontend, workspace,

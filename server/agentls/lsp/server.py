@@ -42,6 +42,7 @@ from agentls.lsp import settings as lsp_settings
 from agentls.lsp.context import ServerContext
 from agentls.lsp.handlers import logged as logged  # re-exported for older imports
 from agentls.lsp.handlers import refused_error as refused_error
+from agentls.lsp.protocol import plain_response
 from agentls.lsp.runs import RUN_IMPORTS, RunManager, TurnRefused
 from agentls.lsp.turn import Turn, TurnRequest
 from agentls.redaction import redact_data
@@ -74,7 +75,7 @@ class AgentProtocol(LanguageServerProtocol):
         outgoing = method is not None and method != lsp.WORKSPACE_APPLY_EDIT
         if outgoing or getattr(data, "error", None) is not None:
             data = redact_data(json.loads(json.dumps(data, default=self._serialize_message)))
-        super()._send_data(data)
+        super()._send_data(plain_response(data) if method is None else data)
 
 
 def _prefer_utf8(capabilities: lsp.ClientCapabilities) -> None:
@@ -396,7 +397,7 @@ class AgentLanguageServer(ServerContext):
 
 def create_server() -> AgentLanguageServer:
     import agentls.lsp.inline_completion as inline_completion
-    from agentls.lsp import chat, code_actions, documents, git_commands, search_index
+    from agentls.lsp import chat, code_actions, conversation, documents, git_commands, search_index
 
     server = AgentLanguageServer()
 
@@ -415,4 +416,5 @@ def create_server() -> AgentLanguageServer:
     git_commands.setup(server)
     search_index.setup(server)
     inline_completion.setup(server)
+    conversation.setup(server)
     return server

@@ -35,6 +35,8 @@ class TurnRequest:
     mode: Literal["chat", "automation"] = "chat"
     title: str | None = None  # of a new session; default: from the prompt
     attachments: Attachments | None = None
+    chips: Sequence[Any] = ()  # engine/references.py Chip, Refusal: what the turn shows
+    refused: Sequence[Any] = ()
     tools: Sequence[str] | None = None  # restrict the toolbox
     max_iterations: int | None = None
     timeout_s: float | None = None

@@ -1,0 +1,150 @@
+"""The conversation around chat turns: ``agentls/models``, ``agentls/setModel``,
+``agentls/setMode``, ``agentls/turns`` and ``agentls/mentions`` (issue 29).
+
+- ``agentls/models`` lists the backends and models the server can use and the modes; with a
+  ``sessionId`` also that session's backend, model and mode.
+- ``agentls/setModel`` / ``agentls/setMode`` switch a session between turns; during a run the
+  switch applies from the next turn, and the answer says so (``running``, ``message``).
+- ``agentls/turns`` returns a session's turns display-ready, paged from the end
+  (engine/display_history.py).
+- ``agentls/mentions`` completes ``#file:``, ``#buffer``, ``@symbol``... (engine/mentions.py).
+
+The engine does the work (engine/models.py, modes.py); this module parses and answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from pygls.exceptions import JsonRpcInvalidParams
+
+from agentls.lsp import protocol
+from agentls.lsp.context import ServerContext
+from agentls.lsp.handlers import logged, refused_error
+from agentls.lsp.protocol import ParamsError
+from agentls.lsp.runs import TurnRefused
+
+if TYPE_CHECKING:
+    from agentls.engine.host import EngineHost
+    from agentls.engine.sessions import SessionInfo
+
+
+async def _host(ls: ServerContext) -> EngineHost:
+    try:
+        return await ls.engine()
+    except TurnRefused as exc:
+        raise refused_error(exc) from None
+
+
+def _session(host: EngineHost, session_id: str) -> SessionInfo:
+    from agentls.engine.sessions import SessionNotFound
+
+    info = host.store.get_session(session_id)
+    if info is None:
+        raise JsonRpcInvalidParams(str(SessionNotFound(session_id)))
+    return info
+
+
+def _options(host: EngineHost, info: SessionInfo, message: str) -> dict[str, Any]:
+    from agentls.engine import models, modes
+
+    config = host.agent.settings.backends.get(info.backend)
+    running = host.agent.queue.busy(info.id)
+    if running:
+        message += " (a run is on: it applies from the next turn)"
+    return {"sessionId": info.id, "backend": info.backend,
+            "model": models.session_model(info, config.model if config else info.model),
+            "mode": modes.of_session(info).id, "running": running, "message": message}
+
+
+async def models_request(ls: ServerContext, params: Any) -> dict[str, Any]:
+    from agentls.engine import models, modes
+
+    data = protocol.plain(params) or {}
+    session_id = data.get("sessionId") if isinstance(data, dict) else None
+    host = await _host(ls)
+    listing = await models.list_models(host.agent.settings)
+    out: dict[str, Any] = {
+        "backends": [protocol.camel_keys(b.to_dict()) for b in listing],
+        "modes": [m.to_dict() for m in modes.MODE_PRESETS],
+        "defaultMode": modes.DEFAULT_MODE,
+    }
+    if isinstance(session_id, str) and session_id:
+        info = _session(host, session_id)
+        out["session"] = _options(host, info, "")
+    return out
+
+
+async def set_model(ls: ServerContext, params: Any) -> dict[str, Any]:
+    from agentls.engine import models
+
+    try:
+        session_id, model, backend = protocol.parse_session_option(params, protocol.SET_MODEL,
+                                                                   "model")
+    except ParamsError as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
+    host = await _host(ls)
+    info = _session(host, session_id)
+    backend = backend or info.backend
+    listing = await models.list_models(host.agent.settings)
+    try:
+        entry = models.check_model(listing, backend, model)
+    except models.UnknownModel as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
+    info = models.set_session_model(host.store, session_id, backend, model)
+    said = f"model: {model} ({backend})"
+    if entry.status not in ("available",):
+        said += f"; could not check it: {entry.status}, {entry.detail}"
+    return _options(host, info, said)
+
+
+async def set_mode(ls: ServerContext, params: Any) -> dict[str, Any]:
+    from agentls.engine import modes
+
+    try:
+        session_id, name, _ = protocol.parse_session_option(params, protocol.SET_MODE, "mode")
+    except ParamsError as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
+    host = await _host(ls)
+    _session(host, session_id)
+    try:
+        mode = modes.set_session_mode(host.store, session_id, name)
+    except modes.UnknownMode as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
+    return _options(host, _session(host, session_id), f"mode: {mode.id} ({mode.description})")
+
+
+async def turns(ls: ServerContext, params: Any) -> dict[str, Any]:
+    from agentls.engine import display_history
+
+    try:
+        session_id, limit, before = protocol.parse_turns_params(params)
+    except ParamsError as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
+    host = await _host(ls)
+    _session(host, session_id)
+    found = await asyncio.to_thread(display_history.page, host.store, session_id, limit=limit,
+                                    before=before)
+    return found.to_dict()
+
+
+async def mentions(ls: ServerContext, params: Any) -> dict[str, Any]:
+    from agentls.engine.mentions import candidates
+
+    try:
+        query, kinds, limit = protocol.parse_mentions_params(params)
+    except ParamsError as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
+    host = await _host(ls)
+    workspace = ls.new_workspace()
+    items = await asyncio.to_thread(candidates, query, kinds, limit, workspace,
+                                    lambda: host.agent.search_hub.get(workspace))
+    return {"items": items}
+
+
+def setup(server: ServerContext) -> None:
+    for method, handler in ((protocol.MODELS, models_request), (protocol.SET_MODEL, set_model),
+                            (protocol.SET_MODE, set_mode), (protocol.TURNS, turns),
+                            (protocol.MENTIONS, mentions)):
+        server.feature(method)(logged(handler))
