@@ -16,6 +16,7 @@ from acp.schema import (
     ClientCapabilities,
     DeniedOutcome,
     FileSystemCapabilities,
+    ReadTextFileResponse,
     RequestPermissionResponse,
     SessionNotification,
     WriteTextFileResponse,
@@ -78,18 +79,21 @@ class RecordingClient:
     """An ACP client that records every update and answers permission requests as told."""
 
     def __init__(self, *, permission: str | None = "apply_all", fs_write: bool = True,
-                 fail_write_on: str | None = None) -> None:
+                 fail_write_on: str | None = None,
+                 buffers: dict[str, str] | None = None) -> None:
         self.updates: list[SessionNotification] = []
         self.permissions: list[Any] = []
         self.writes: list[tuple[str, str]] = []
         self.permission = permission  # an option id, "cancel", or None: never answer
         self.fs_write = fs_write
         self.fail_write_on = fail_write_on
+        self.buffers = buffers  # path -> unsaved text; None: no fs/read_text_file offered
+        self.reads: list[str] = []
         self.asked = asyncio.Event()
         self.first_update = asyncio.Event()
 
     def capabilities(self) -> ClientCapabilities:
-        return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=False,
+        return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=self.buffers is not None,
                                                             write_text_file=self.fs_write),
                                   terminal=False)
 
@@ -119,7 +123,11 @@ class RecordingClient:
         return WriteTextFileResponse()
 
     async def read_text_file(self, session_id: str, path: str, **_: Any) -> Any:
-        raise acp.RequestError.method_not_found("fs/read_text_file")
+        if self.buffers is None:
+            raise acp.RequestError.method_not_found("fs/read_text_file")
+        self.reads.append(path)
+        text = self.buffers.get(path)
+        return ReadTextFileResponse(content=text if text is not None else Path(path).read_text())
 
     async def create_terminal(self, *a: Any, **k: Any) -> Any:
         raise acp.RequestError.method_not_found("terminal/create")

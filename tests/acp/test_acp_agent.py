@@ -6,6 +6,7 @@ it, a client write that fails); cancel; load; modes and models."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -230,3 +231,28 @@ async def test_modes_and_models(server: ReplayServer, project: Path) -> None:
     assert server.requests[0].body["model"] == "scripted-model"
     assert server.requests[1].body["model"] == "other-model"
     assert client.of("current_mode_update")[0].current_mode_id == "ask"
+
+
+async def test_reads_go_through_the_client_buffer(server: ReplayServer, project: Path) -> None:
+    """A client offering fs/read_text_file: the agent reads (and edits) the editor's unsaved
+    text, and the review's diff starts from it."""
+    calc = project / "src" / "calc.py"
+    unsaved = "def add(a, b):\n    return a * b  # unsaved\n"
+    server.load({"steps": [
+        {"match": {"tool_results": False}, "reply": {"tool_calls": [
+            {"id": "r1", "name": "read_file", "arguments": {"path": "src/calc.py"}}]}},
+        {"match": {"tool": "read_file"}, "reply": {"tool_calls": [
+            {"id": "e1", "name": "edit_file", "arguments": {"path": "src/calc.py", "edits": [
+                {"search": "return a * b  # unsaved", "replace": "return a + b"}]}}]}},
+        {"match": {"tool": "edit_file"}, "reply": {"text": "Done."}},
+    ]})
+    client = RecordingClient(buffers={str(calc): unsaved})
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        await initialized(conn, client)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("fix it")])
+    assert client.reads == [str(calc)]
+    assert "return a * b  # unsaved" in json.dumps(server.requests[1].body["messages"][-1])
+    review, _ = client.permissions[0]
+    assert review.content[0].old_text == unsaved
+    assert client.writes == [(str(calc), "def add(a, b):\n    return a + b\n")]

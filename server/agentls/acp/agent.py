@@ -43,7 +43,6 @@ from acp.schema import (
 
 from acp import PROTOCOL_VERSION, RequestError
 from agentls import __version__
-from agentls.acp.frontend import AcpFrontend
 from agentls.acp.prompt_parts import (
     SLASH_COMMANDS,
     error_text,
@@ -56,6 +55,7 @@ if TYPE_CHECKING:
     from acp.interfaces import Client
     from acp.schema import ClientCapabilities
 
+    from agentls.acp.frontend import AcpFrontend
     from agentls.config import Settings
     from agentls.engine.host import EngineHost
     from agentls.tools.workspace import Workspace
@@ -221,8 +221,14 @@ class AgentLsAcp:
             raise RequestError(SESSION_BUSY, "AgentLS: this session is already answering a "
                                "prompt; wait for its answer, or send session/cancel, then "
                                "prompt again", {"sessionId": session_id})
+        from agentls.acp.frontend import AcpFrontend, client_reader  # not at start-up
+
         session.cancelled = False
-        frontend = AcpFrontend(self.conn, session_id, self._workspace(session))
+        workspace = self._workspace(session)
+        fs = self._client.fs if self._client is not None else None
+        if fs is not None and fs.read_text_file:  # the editor's text, unsaved edits included
+            workspace.buffer_source = client_reader(self.conn, session_id)
+        frontend = AcpFrontend(self.conn, session_id, workspace)
         inner = asyncio.create_task(self._turn(session, prompt, frontend),
                                     name=f"acp-turn-{session_id}")
         session.turn = inner

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acp.schema import (
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
     from agentls.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
+
+READ_TIMEOUT_S = 10.0  # for the client's fs/read_text_file; then the file is read from disk
 
 Update = Any  # one of the SDK's session update models
 
@@ -172,3 +176,23 @@ class AcpFrontend:
         """Let the queued updates go out before a request (the dialog shows after them)."""
         while not self._queue.empty() and not self._sender.done():
             await asyncio.sleep(0)
+
+
+def client_reader(conn: Client, session_id: str) -> Callable[[Path], str | None]:
+    """``Workspace.buffer_source`` over ``fs/read_text_file``: the editor's text of a file,
+    unsaved changes included. Called from the tools' threads; the request goes through the
+    event loop. A client that fails or is slow to answer: None, and the file is read from
+    disk."""
+    loop = asyncio.get_running_loop()
+
+    def read(path: Path) -> str | None:
+        future = asyncio.run_coroutine_threadsafe(
+            conn.read_text_file(session_id=session_id, path=str(path)), loop)
+        try:
+            return future.result(timeout=READ_TIMEOUT_S).content
+        except Exception as exc:
+            future.cancel()
+            log.warning("the client did not give %s (%s); reading it from disk", path, exc)
+            return None
+
+    return read

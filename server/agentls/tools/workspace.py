@@ -20,12 +20,13 @@ rules themselves are in ``fence_rules.py``.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -113,6 +114,14 @@ def _fs_ignores_case(root: str) -> bool:
         return False
 
 
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def _is_special(mode: int) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
@@ -150,6 +159,9 @@ class Workspace:
         self.changeset: ChangeSet = changeset if changeset is not None else ChangeSet()
         self._rules = FenceRules(self.deny)
         self._documents: dict[str, tuple[str, int]] = {}
+        # The editor's text of a file not fed as an open document, asked file by file (ACP's
+        # fs/read_text_file); None: the file is unknown to the editor or could not be read.
+        self.buffer_source: Callable[[Path], str | None] | None = None
 
     # -- the fence ---------------------------------------------------------------------
 
@@ -348,10 +360,21 @@ class Workspace:
         pending = self.changeset.current_text(wp.abs)
         if pending is not None:
             return pending
-        doc = self._documents.get(str(wp.abs))
+        doc = self._documents.get(str(wp.abs)) or self._fetch_document(wp)
         if doc is not None:
             return doc[0]
         return decode_bytes(self._disk_bytes(wp))
+
+    def _fetch_document(self, wp: WorkspacePath) -> tuple[str, int] | None:
+        """Ask ``buffer_source`` (off the event loop only: its answer comes through the loop)
+        and keep the answer as an open document, so the edit's base is the text read."""
+        if self.buffer_source is None or _on_event_loop():
+            return None
+        text = self.buffer_source(wp.abs)
+        if text is None:
+            return None
+        self._documents[str(wp.abs)] = (text, 0)
+        return text, 0
 
     def read_bytes(self, wp: WorkspacePath) -> bytes:
         self._check_overlay_file(wp)
