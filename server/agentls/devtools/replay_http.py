@@ -25,6 +25,7 @@ class ReplayApp(Protocol):
     """What the HTTP side needs from the scripted server (replay_server.ReplayServer)."""
 
     _stopping: threading.Event
+    stream_times: list[list[float]]
 
     def _answer(self, method: str, path: str, headers: Mapping[str, str], body: Any
                 ) -> tuple[Answer | StreamAnswer, int | None]: ...
@@ -217,6 +218,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _write_stream(self, answer: StreamAnswer, path: str = "") -> None:
         self._start(200, [("Content-Type", "text/event-stream; charset=utf-8"),
                           ("Cache-Control", "no-cache"), ("Transfer-Encoding", "chunked")])
+        written: list[float] = []
+        self.server.app.stream_times.append(written)
         for sent, event in enumerate(answer.events):
             if sent == answer.drop_after:
                 return self._cut()
@@ -230,6 +233,7 @@ class _Handler(BaseHTTPRequestHandler):
             if sent == len(answer.events) - 1 and answer.drop_after is None:
                 frame += b"0\r\n\r\n"  # end of body in the same write as [DONE]
             self.wfile.write(frame)
+            written.append(time.perf_counter())
         if answer.drop_after is not None:  # asked to drop after at least every event
             self._cut()
 

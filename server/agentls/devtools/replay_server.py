@@ -69,6 +69,9 @@ class ReplayServer:
         self._closed: list[ClosedStream] = []
         self._in_flight: dict[str, int] = {}
         self._most_in_flight: dict[str, int] = {}
+        # Per streamed answer, when each of its SSE events was written (time.perf_counter()):
+        # benchmarks measure from the model's first token, not from the request.
+        self.stream_times: list[list[float]] = []
 
     # lifecycle ---------------------------------------------------------------
 
