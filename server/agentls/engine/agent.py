@@ -149,6 +149,14 @@ class Agent:
         """End what the engine started for its runs (MCP servers)."""
         await self.mcp.aclose()
 
+    async def start_mcp_servers(self, workspace: Workspace) -> None:
+        """Start the MCP servers set to ``start = "session"`` now (the editor's server calls
+        this at start-up); the others start with the first run that offers tools."""
+        if self.settings.mcp.servers:
+            self.mcp.configure(self.settings.mcp, self.settings.sandbox,
+                               secret_env(self.settings))
+            await self.mcp.start_session_servers(workspace)
+
     def new_run_id(self) -> str:
         return uuid.uuid4().hex[:12]
 

@@ -334,6 +334,7 @@ class AgentLanguageServer(ServerContext):
                          "already started", (time.perf_counter() - started) * 1000)
                 return
             await self._importing(host.agent.prepare)
+            await host.agent.start_mcp_servers(self.new_workspace())  # start = "session"
         except Exception as exc:  # the first chat reports it to the person, with what to do
             log.warning("the engine was not prepared ahead of the first chat: %s", exc)
             return

@@ -29,6 +29,7 @@ MAX_NAME = 64
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 _DROPPED_KEYS = {"title", "$schema", "$id", "examples", "$comment"}
 MAX_DESCRIPTION = 300
+_RELAY_CUT = re.compile(r"\n\[\.\.\. (\d+) characters cut by AgentLS[^\]]*\]\n")
 
 
 def tool_name(server: str, tool: str, taken: set[str]) -> str:
@@ -143,7 +144,9 @@ def result_to_dict(result: Any, ws: Workspace, limit: int) -> dict[str, Any]:
     if not out["ok"]:
         out["error"] = "MCP_TOOL_ERROR"
     if len(text) > limit:
-        out["truncated"] = f"{len(text):,} characters cut to {limit:,} (the server's output_limit)"
+        # Cut before parsing too (stdout_cap): count what that relay already took out.
+        size = len(_RELAY_CUT.sub("", text)) + sum(int(n) for n in _RELAY_CUT.findall(text))
+        out["truncated"] = f"{size:,} characters cut to {limit:,} (the server's output_limit)"
         text = truncate_middle(text, limit)
     out["content"] = text
     structured = getattr(result, "structured_content", None)

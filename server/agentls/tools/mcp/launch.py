@@ -7,7 +7,8 @@ workspace as a *read-only* overlay whose lower layer hides what the deny list hi
 keys, ``.agentls/``). ``--die-with-parent`` and the pid namespace end it, and everything it
 started, when AgentLS dies, even by ``kill -9``. Unsandboxed (``sandbox = false`` or
 ``sandbox.mode = off``) it still gets the cleared environment, and ``setpriv --pdeathsig``
-ends it with AgentLS.
+ends it with AgentLS. Either way the server runs under ``stdout_cap``'s relay, which cuts a
+message too big to parse before the SDK reads it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from agentls.mcp_settings import McpServerConfig
 from agentls.redaction import known_secrets
+from agentls.tools.mcp.stdout_cap import line_cap, relay_argv
 from agentls.tools.overlay import hidden_layers
 from agentls.tools.sandbox import (
     SandboxSettings,
@@ -105,7 +107,7 @@ def stdio_launch(name: str, config: McpServerConfig, sandbox: SandboxSettings, w
         env = server_environment(config, env_in, secret_env,
                                  home=env_in.get("HOME", SANDBOX_HOME),
                                  tmpdir=env_in.get("TMPDIR", tempfile.gettempdir()))
-        argv = [command, *config.args]
+        argv = relay_argv(line_cap(config.output_limit), [command, *config.args])
         setpriv = shutil.which("setpriv")
         if setpriv is not None:  # ends with AgentLS, even after kill -9
             argv = [setpriv, "--pdeathsig", "KILL", "--", *argv]
@@ -125,7 +127,8 @@ def stdio_launch(name: str, config: McpServerConfig, sandbox: SandboxSettings, w
     except OSError as exc:
         shutil.rmtree(folder, ignore_errors=True)
         raise LaunchError(f"could not prepare the sandbox's view of the workspace: {exc}") from exc
-    argv = bwrap_argv(status.bwrap, settings, layers, root, env, [command, *config.args],
+    served = relay_argv(line_cap(config.output_limit), [command, *config.args])
+    argv = bwrap_argv(status.bwrap, settings, layers, root, env, served,
                       hidden_homes=home_dirs(env_in), read_only=True)
     return Launch(argv[0], argv[1:], {"PATH": env["PATH"]}, str(root), True,
                   sandbox_note(config.network), cleanup=[folder])

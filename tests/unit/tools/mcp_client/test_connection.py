@@ -75,9 +75,9 @@ async def test_a_missing_program_is_named(tmp_path: Path) -> None:
 async def test_a_50_mb_result_is_cut_to_the_output_limit(tmp_path: Path) -> None:
     conn = connection(tmp_path, output_limit=8_000)
     try:
-        result = await conn.call("big", {"mb": 5})
+        result = await conn.call("big", {"mb": 50})
         out = result_to_dict(result, Workspace([tmp_path]), conn.config.output_limit)
-        assert len(out["content"]) < 8_200 and "5,242,880 characters cut" in out["truncated"]
+        assert len(out["content"]) < 8_200 and "52,428,800 characters cut" in out["truncated"]
     finally:
         await conn.aclose()
 

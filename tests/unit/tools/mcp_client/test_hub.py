@@ -118,3 +118,19 @@ async def test_changed_settings_restart_the_server(tmp_path: Path) -> None:
         assert third is not first and first.state == "stopped"
     finally:
         await hub.aclose()
+
+
+async def test_start_session_starts_only_those_servers_and_runs_reuse_them(
+        tmp_path: Path) -> None:
+    hub = McpHub(McpConfig(servers={"early": server(start="session"), "late": server()}))
+    ws = Workspace([tmp_path])
+    try:
+        await hub.start_session_servers(ws)
+        assert {s.name: s.state for s in hub.status()} == {"early": "running",
+                                                           "late": "stopped"}
+        early = next(t for t in (await hub.run_tools(ws, "")).tools if t.server == "early")
+        assert early.connection.restarts == 0 and early.connection.start_seconds is not None
+        assert {s.name: s.state for s in hub.status()} == {"early": "running",
+                                                           "late": "running"}
+    finally:
+        await hub.aclose()
