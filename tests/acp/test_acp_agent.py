@@ -192,13 +192,15 @@ async def test_load_replays_the_session_and_list_finds_it(
         await initialized(conn, first)
         session = await conn.new_session(cwd=str(project), mcp_servers=[])
         await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("say hello")])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="edit")
     second = RecordingClient()
     async with spawned(second, env, project) as (conn, _):
         await initialized(conn, second)
         listed = await conn.list_sessions(cwd=str(project))
         assert session.session_id in [s.session_id for s in listed.sessions]
-        await conn.load_session(cwd=str(project), session_id=session.session_id,
-                                mcp_servers=[])
+        loaded = await conn.load_session(cwd=str(project), session_id=session.session_id,
+                                         mcp_servers=[])
+        assert loaded.modes.current_mode_id == "edit"  # kept with the session
         with pytest.raises(acp.RequestError) as unknown:
             await conn.load_session(cwd=str(project), session_id="nope", mcp_servers=[])
     assert "no session 'nope'" in str(unknown.value.data)

@@ -151,10 +151,10 @@ class AgentLsAcp:
             raise RequestError.invalid_params({
                 "message": f"AgentLS has no session {session_id!r} in {root}: pick one from "
                            "session/list, or start a new one with session/new"})
-        from agentls.engine.modes import DEFAULT_MODE
+        from agentls.engine import modes
 
-        session = self._sessions.get(session_id) or AcpSession(session_id, root, host,
-                                                               DEFAULT_MODE, list(notices))
+        session = self._sessions.get(session_id) or AcpSession(
+            session_id, root, host, modes.of_session(stored).id, list(notices))
         self._sessions[session_id] = session
         await self._replay(session)
         self._later(self._announce(session))
@@ -177,12 +177,14 @@ class AgentLsAcp:
 
     async def set_session_mode(self, session_id: str, mode_id: str,
                                **_: Any) -> SetSessionModeResponse:
-        from agentls.engine.modes import MODE_PRESETS, mode_preset
+        from agentls.engine import modes
 
         session = self._session(session_id)
-        if mode_preset(mode_id) is None:
-            raise RequestError.invalid_params({"message": f"no mode {mode_id!r}; the modes are "
-                                               + ", ".join(m.id for m in MODE_PRESETS)})
+        try:  # kept with the session: its next turn, here or in an editor, runs in it
+            await asyncio.to_thread(modes.set_session_mode, session.host.store, session_id,
+                                    mode_id)
+        except modes.UnknownMode as exc:
+            raise RequestError.invalid_params({"message": str(exc)}) from None
         session.mode = mode_id
         await self.conn.session_update(session_id=session_id, update=CurrentModeUpdate(
             session_update="current_mode_update", current_mode_id=mode_id))
@@ -205,12 +207,14 @@ class AgentLsAcp:
         return SetSessionConfigOptionResponse(config_options=options)
 
     async def _set_model(self, session: AcpSession, backend: str) -> None:
-        backends = session.host.agent.settings.backends
+        from agentls.engine.models import set_session_model
+
+        backends = _model_servers(session.host.agent.settings)
         if backend not in backends:
             raise RequestError.invalid_params({"message": f"no model {backend!r}; the models are "
-                                               "the configured backends: "
+                                               "the configured model servers: "
                                                + ", ".join(sorted(backends))})
-        await asyncio.to_thread(session.host.store.set_session_backend, session.id, backend,
+        await asyncio.to_thread(set_session_model, session.host.store, session.id, backend,
                                 backends[backend].model)
 
     # --- a turn ----------------------------------------------------------------------------
@@ -253,7 +257,6 @@ class AgentLsAcp:
     async def _turn(self, session: AcpSession, prompt: list[Any],
                     frontend: AcpFrontend) -> PromptResponse:
         from agentls.engine.agent import RunRequest
-        from agentls.engine.modes import mode_preset
         from agentls.engine.review_notes import pending_notes, record_withdrawn, set_notes
         from agentls.llm.backend import BackendError
 
@@ -268,10 +271,9 @@ class AgentLsAcp:
             raise RequestError.invalid_params({"message": "the prompt has no text: type a "
                                                "request, or attach a file"})
         text = expand_slash_command(text)
-        preset = mode_preset(session.mode)
         pending = await asyncio.to_thread(pending_notes, host.store, session.id)
-        request = RunRequest(text, attachments=attachments, notes=pending,
-                             tools=preset.tools if preset is not None else None)
+        # The session's mode (engine/modes.py, stored with it) narrows the toolbox.
+        request = RunRequest(text, attachments=attachments, notes=pending)
         workspace = frontend.workspace
         run_id = host.agent.new_run_id()
         try:
@@ -365,7 +367,7 @@ class AgentLsAcp:
                 current_value=current,
                 options=[SessionConfigSelectOption(value=name, name=f"{name} ({b.model})",
                                                    description=b.base_url)
-                         for name, b in sorted(settings.backends.items())]),
+                         for name, b in sorted(_model_servers(settings).items())]),
         ]
 
     async def _announce(self, session: AcpSession) -> None:
@@ -396,6 +398,11 @@ class AgentLsAcp:
                 session.turn.cancel()
         for host in self._hosts.values():
             await host.aclose()
+
+
+def _model_servers(settings: Settings) -> dict[str, Any]:
+    """The backends a chat session can use (model servers; agent CLIs edit files themselves)."""
+    return {name: b for name, b in settings.backends.items() if b.type == "openai"}
 
 
 def _build_host(root: Path) -> tuple[EngineHost, list[str]]:
