@@ -316,11 +316,10 @@ class AgentLanguageServer(ServerContext):
                  "project facts and the engine ready", (time.perf_counter() - started) * 1000)
 
     async def _prepare_engine(self) -> None:
-        """Where an earlier run left a session store, open it, build the model client (the
-        SSL context, the HTTP pool) and rehearse its first request (llm/rehearsal.py: answered
-        from memory), so the first chat does not wait for any of it. Opening a store that
-        exists creates nothing in the workspace; a workspace without one gets it on the first
-        request, as before. No connection is opened before a request."""
+        """Where an earlier run left a session store, open it, build the model client (SSL
+        context, HTTP pool), rehearse its first request (llm/rehearsal.py: answered from
+        memory) and start the MCP servers set to start = "session", so the first chat waits
+        for none of it. No model connection is opened before a request."""
         root = self.root
         if root is None or not (root / ".agentls" / "state.db").is_file():
             return
@@ -334,7 +333,7 @@ class AgentLanguageServer(ServerContext):
                          "already started", (time.perf_counter() - started) * 1000)
                 return
             await self._importing(host.agent.prepare)
-            await host.agent.start_mcp_servers(self.new_workspace())  # start = "session"
+            await host.agent.start_mcp_servers(self.new_workspace())
         except Exception as exc:  # the first chat reports it to the person, with what to do
             log.warning("the engine was not prepared ahead of the first chat: %s", exc)
             return
