@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 
 import pytest
-from acp.schema import SessionNotification
+from acp.schema import McpServerStdio, SessionNotification, SseMcpServer
 
 import acp
 from agentls.devtools.replay import ReplayServer
@@ -258,3 +259,36 @@ async def test_reads_go_through_the_client_buffer(server: ReplayServer, project:
     review, _ = client.permissions[0]
     assert review.content[0].old_text == unsaved
     assert client.writes == [(str(calc), "def add(a, b):\n    return a + b\n")]
+
+
+async def test_mcp_servers_from_session_new(server: ReplayServer, project: Path) -> None:
+    """The client's MCP servers join the session's tools through the engine's MCP hub: a real
+    stdio server (mcp-server-time, sandboxed), its call asked about under the policy."""
+    time_server = Path(sys.executable).parent / "mcp-server-time"
+    server.load({"steps": [
+        {"match": {"tool_results": False}, "reply": {"tool_calls": [
+            {"id": "m1", "name": "mcp__time__get_current_time",
+             "arguments": {"timezone": "Europe/Paris"}}]}},
+        {"match": {"tool": "mcp__time__get_current_time"}, "reply": {"text": "It is late."}},
+    ]})
+    client = RecordingClient(permission="allow_once")
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        init = await initialized(conn, client)
+        assert init.agent_capabilities.mcp_capabilities.http is True
+        session = await conn.new_session(cwd=str(project), mcp_servers=[
+            McpServerStdio(name="time", command=str(time_server),
+                           args=["--local-timezone", "UTC"], env=[]),
+            SseMcpServer(type="sse", name="old", url="http://127.0.0.1:9/sse", headers=[])])
+        answer = await conn.prompt(session_id=session.session_id,
+                                   prompt=[acp.text_block("what time is it?")])
+    assert answer.stop_reason == "end_turn"
+    names = {t["function"]["name"] for t in server.requests[0].body["tools"]}
+    assert "mcp__time__get_current_time" in names
+    result = next(m for m in server.requests[1].body["messages"] if m["role"] == "tool")
+    assert "Europe/Paris" in result["content"]
+    asked, _ = client.permissions[0]
+    assert "get_current_time" in json.dumps(asked.model_dump(mode="json"))
+    start = next(u for u in client.of("tool_call") if u.tool_call_id == "m1")
+    assert start.title == "get_current_time (time MCP server)"
+    thoughts = "".join(u.content.text for u in client.of("agent_thought_chunk"))
+    assert "'old' was left out" in thoughts

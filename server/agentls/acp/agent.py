@@ -110,7 +110,7 @@ class AgentLsAcp:
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=False, audio=False,
                                                        embedded_context=True),
-                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             auth_methods=[])
@@ -133,10 +133,7 @@ class AgentLsAcp:
         from agentls.engine.modes import DEFAULT_MODE
 
         session = AcpSession(info.id, root, host, DEFAULT_MODE, list(notices))
-        if mcp_servers:
-            session.notices.append(f"{len(mcp_servers)} MCP server(s) were offered; this "
-                                   "AgentLS does not connect to MCP servers yet, so their tools "
-                                   "are not available")
+        self._mcp(session, mcp_servers)
         self._sessions[info.id] = session
         self._later(self._announce(session))
         return NewSessionResponse(session_id=info.id, modes=self._modes(session),
@@ -155,6 +152,7 @@ class AgentLsAcp:
 
         session = self._sessions.get(session_id) or AcpSession(
             session_id, root, host, modes.of_session(stored).id, list(notices))
+        self._mcp(session, mcp_servers)
         self._sessions[session_id] = session
         await self._replay(session)
         self._later(self._announce(session))
@@ -313,6 +311,19 @@ class AgentLsAcp:
         session.turn.cancel()
 
     # --- helpers ---------------------------------------------------------------------------
+
+    def _mcp(self, session: AcpSession, offered: list[Any] | None) -> None:
+        """The client's MCP servers, for this session's runs (engine's MCP hub)."""
+        from agentls.acp.mcp_servers import session_servers
+
+        if not offered:
+            return
+        servers, notes = session_servers(offered)
+        session.notices.extend(notes)
+        try:
+            session.host.agent.mcp.set_session_servers(session.id, servers)
+        except ValueError as exc:  # pydantic's too: a server the settings would refuse
+            raise RequestError.invalid_params({"message": f"mcpServers: {exc}"}) from None
 
     def _session(self, session_id: str) -> AcpSession:
         session = self._sessions.get(session_id)

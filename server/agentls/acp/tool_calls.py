@@ -31,7 +31,7 @@ OUTPUT_LIMIT = 8_000  # characters of a command's output shown in the client
 
 
 def kind_of(name: str) -> ToolKind:
-    if name.startswith("mcp__") or name.startswith("fetch"):
+    if name.startswith(("fetch", "web_")):
         return "fetch"
     return KINDS.get(name, "other")
 
@@ -60,6 +60,9 @@ def title_of(name: str, args: dict[str, Any]) -> str:
         return f"{verbs[name]} {path or '.'}"
     if name.startswith("git_"):
         return name.replace("_", " ")
+    if name.startswith("mcp__"):  # mcp__SERVER__tool
+        server, _, tool = name[len("mcp__"):].partition("__")
+        return f"{tool or server} ({server} MCP server)"
     return name
 
 
