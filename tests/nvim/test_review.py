@@ -4,11 +4,20 @@ answer to workspace/applyEdit is the truth and the server records what was kept.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import pynvim
+import pytest
+
 from agentls.devtools.replay import ReplayServer
-from tests.lsp.conftest import call
-from tests.nvim.conftest import Editor
+from tests.lsp.conftest import call, options_for
+from tests.nvim.conftest import ARTIFACTS, INIT, PLUGIN, Editor, lua_string, nvim_binary
 
 MATH = "".join(f"line {i}\n" for i in range(1, 21))
 FIRST = MATH.replace("line 2\n", "line two\n")
@@ -222,10 +231,156 @@ def test_help_works_with_the_packadd_recipe(editor: Editor, tmp_path: Path) -> N
     assert "ga      keep the change under the cursor" in "\n".join(
         editor.lines(editor.lua("return vim.api.nvim_get_current_buf()")))
     # The shipped doc/tags is what :helptags makes of the shipped doc.
-    from tests.nvim.conftest import PLUGIN
     copy = tmp_path / "doc"
     copy.mkdir()
     (copy / "agentls.txt").write_bytes((PLUGIN / "doc" / "agentls.txt").read_bytes())
     editor.nvim.command(f"helptags {copy}")
     assert (copy / "tags").read_text() == (PLUGIN / "doc" / "tags").read_text(), (
         "doc/tags is stale: run `nvim --headless -c 'helptags clients/neovim/doc' -c q`")
+
+
+def test_a_hunk_edited_during_the_review(editor: Editor, model: ReplayServer,
+                                         project: Path) -> None:
+    (project / "src" / "math.txt").write_text(MATH)
+    two_hunk_turn(model)
+    bufnr = editor.open("src/math.txt")
+    editor.nvim.command("AgentChat rename lines 2 and 18")
+    wait_review(editor)
+    # The person rewrites the first proposed line (and adds one) before deciding.
+    editor.lua("vim.api.nvim_buf_set_lines(..., 1, 2, false, {'line 2 mine', 'extra'})", bufnr)
+    editor.lua("vim.api.nvim_win_set_cursor(0, {2, 0})")
+
+    keys(editor, "gr")  # refused: putting the old line back would drop the person's edit
+    assert editor.lua(STATE)["files"][0]["hunks"] == ["pending", "pending"]
+    assert editor.lines(bufnr)[1:3] == ["line 2 mine", "extra"]
+    keys(editor, "ga")  # kept as the person left it
+    keys(editor, "gr")
+
+    editor.wait("the run to end", lambda: not running(editor))
+    expected = MATH.replace("line 2\n", "line 2 mine\nextra\n")
+    assert (project / "src" / "math.txt").read_text() == expected
+    assert "edit partly applied: kept 1 of 2 changes in src/math.txt (1 edited)" in chat_text(
+        editor)
+
+
+def test_a_buffer_closed_during_the_review(editor: Editor, model: ReplayServer,
+                                           project: Path) -> None:
+    (project / "src" / "math.txt").write_text(MATH)
+    two_hunk_turn(model)
+    bufnr = editor.open("src/math.txt")
+    editor.nvim.command("AgentChat rename lines 2 and 18")
+    wait_review(editor)
+
+    editor.nvim.command(f"bwipeout! {bufnr}")
+
+    editor.wait("the run to end", lambda: not running(editor))
+    assert (project / "src" / "math.txt").read_text() == MATH
+    assert editor.lua(STATE) is None
+    assert "edit not applied" in chat_text(editor)
+
+
+def test_a_file_deleted_on_disk_during_the_review(editor: Editor, model: ReplayServer,
+                                                  project: Path) -> None:
+    (project / "src" / "math.txt").write_text(MATH)
+    two_hunk_turn(model)
+    bufnr = editor.open("src/math.txt")
+    editor.nvim.command("AgentChat rename lines 2 and 18")
+    wait_review(editor)
+    (project / "src" / "math.txt").unlink()
+
+    keys(editor, "gA")
+
+    editor.wait("the run to end", lambda: not running(editor))
+    assert not (project / "src" / "math.txt").exists()
+    assert editor.lines(bufnr) == MATH.splitlines()
+    assert "edit not applied" in chat_text(editor)
+
+
+def test_crlf_and_no_final_newline_are_kept(editor: Editor, model: ReplayServer,
+                                            project: Path) -> None:
+    (project / "src" / "dos.txt").write_bytes(MATH.replace("\n", "\r\n").encode())
+    (project / "src" / "tail.txt").write_bytes(MATH.rstrip("\n").encode())
+    model.load({"steps": [
+        {"match": {"tool_results": False}, "reply": {"tool_calls": [
+            call("edit_file", "e1", path="src/dos.txt", edits=[
+                {"search": "line 2\r\n", "replace": "line two\r\n"},
+                {"search": "line 18\r\n", "replace": "line eighteen\r\n"}]),
+            call("edit_file", "e2", path="src/tail.txt", edits=[
+                {"search": "line 2\n", "replace": "line two\n"},
+                {"search": "line 20", "replace": "line twenty"}])]}},
+        {"match": {"tool_results": True}, "reply": {"text": "Done."}},
+    ]})
+    editor.open("src/calc.py")
+    editor.nvim.command("AgentChat two files")
+    wait_review(editor)
+    # Keep the first change of each file, reject the second.
+    for _ in range(2):
+        keys(editor, "]h")
+    editor.lua("vim.api.nvim_set_current_buf(vim.fn.bufnr('src/dos.txt'))"
+               " vim.api.nvim_win_set_cursor(0, {1, 0})")
+    keys(editor, "ga")
+    keys(editor, "gr")
+    editor.lua("vim.api.nvim_set_current_buf(vim.fn.bufnr('src/tail.txt'))"
+               " vim.api.nvim_win_set_cursor(0, {1, 0})")
+    keys(editor, "ga")
+    keys(editor, "gr")
+
+    editor.wait("the run to end", lambda: not running(editor))
+    assert (project / "src" / "dos.txt").read_bytes() == (
+        MATH.replace("line 2\n", "line two\n").replace("\n", "\r\n").encode())
+    assert (project / "src" / "tail.txt").read_bytes() == (
+        MATH.rstrip("\n").replace("line 2\n", "line two\n").encode())
+    text = chat_text(editor)
+    assert "kept 1 of 2 changes in src/dos.txt; kept 1 of 2 changes in src/tail.txt" in text
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux draws the real terminal screen")
+def test_the_review_as_a_terminal_shows_it(tmp_path: Path, project: Path, model: ReplayServer,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neovim in a real terminal (tmux): the captured screen shows the proposed lines with
+    their signs and the removed ones as virtual lines (tests/artifacts/nvim-review-screen.txt)."""
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(name, str(tmp_path / name.lower()))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    (project / "src" / "math.txt").write_text(MATH)
+    two_hunk_turn(model)
+    pack = tmp_path / "pack"
+    (pack / "pack" / "agentls" / "opt").mkdir(parents=True)
+    (pack / "pack" / "agentls" / "opt" / "agentls").symlink_to(PLUGIN)
+    init = tmp_path / "init.lua"
+    server = [sys.executable, "-m", "agentls", "serve"]
+    init.write_text((INIT % {"pack": lua_string(str(pack)),
+                             "cmd": "{" + ", ".join(lua_string(c) for c in server) + "}",
+                             "settings": lua_string(json.dumps(options_for(model)))})
+                    .replace("vim.o.columns, vim.o.lines = 80, 24", ""))
+    sock, tmux = tmp_path / "nvim.sock", ["tmux", "-L", f"agentls-test-{os.getpid()}"]
+    subprocess.run([*tmux, "new-session", "-d", "-x", "100", "-y", "30", "-c", str(project),
+                    f"{nvim_binary()} -n -i NONE -u {init} --listen {sock} src/math.txt"],
+                   check=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        nvim = pynvim.attach("socket", path=str(sock))
+        editor = Editor(nvim, project)
+        editor.wait("the client", lambda: editor.lua(
+            "local c = vim.lsp.get_clients({name='agentls'})[1] return c ~= nil and c.initialized"))
+        # A long message would stop a real terminal at a hit-enter prompt (the RPC waits too).
+        editor.lua("vim.o.signcolumn = 'yes' require('agentls.config').options.notify = false")
+        nvim.command("AgentChat rename lines 2 and 18")
+        wait_review(editor)
+        nvim.command("redraw!")
+        time.sleep(0.3)
+        screen = subprocess.run([*tmux, "capture-pane", "-p"], check=True, capture_output=True,
+                                text=True).stdout
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (ARTIFACTS / "nvim-review-screen.txt").write_text(screen, encoding="utf-8")
+        rows = [line for line in screen.splitlines() if "line" in line]
+        old_row = next(i for i, line in enumerate(rows) if line.split("│")[0].strip() == "line 2")
+        assert rows[old_row + 1].split("│")[0].rstrip().endswith("+ line two"), screen
+        assert any(line.split("│")[0].strip() == "line 18" for line in rows), screen
+        nvim.command("AgentReview accept_all")
+        editor.wait("the file written", lambda: (project / "src" / "math.txt").read_text()
+                    == BOTH)
+    finally:
+        subprocess.run([*tmux, "kill-server"], check=False)

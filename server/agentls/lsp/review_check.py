@@ -35,7 +35,7 @@ class FileReview:
     change: FileChange
     state: State
     hunks: tuple[Hunk, ...] = ()
-    kept: tuple[bool, ...] = ()  # per hunk, for a partly kept update
+    kept: tuple[bool | None, ...] = ()  # per hunk of a partly kept update (None: edited)
 
     @property
     def path(self) -> Path:
@@ -48,6 +48,9 @@ class FileReview:
         if self.hunks:
             out["hunks"] = len(self.hunks)
             out["kept"] = [h.index for h, k in zip(self.hunks, self.kept, strict=True) if k]
+            edited = [h.index for h, k in zip(self.hunks, self.kept, strict=True) if k is None]
+            if edited:
+                out["edited"] = edited
         return out
 
 
@@ -85,7 +88,8 @@ async def _review(ls: ServerContext, change: FileChange) -> FileReview:
     kept = kept_hunks(base, proposed, now)
     if kept is None:
         return FileReview(change, "edited", found)
-    state: State = "kept" if all(kept) else ("rejected" if not any(kept) else "partial")
+    state: State = ("kept" if all(k is True for k in kept)
+                    else "rejected" if all(k is False for k in kept) else "partial")
     return FileReview(change, state, found, tuple(kept))
 
 
@@ -119,8 +123,10 @@ def summary(reviews: Sequence[FileReview], display: Callable[[Path], str]) -> st
         if r.change.kind != "update":
             name = f"{NEW_KIND[r.change.kind]} {name}"
         if r.state == "partial":
-            n = sum(r.kept)
-            parts.append(f"kept {n} of {len(r.hunks)} changes in {name}")
+            n = sum(1 for k in r.kept if k is not False)
+            edited = sum(1 for k in r.kept if k is None)
+            more = f" ({edited} edited)" if edited else ""
+            parts.append(f"kept {n} of {len(r.hunks)} changes in {name}{more}")
         elif r.state == "edited":
             parts.append(f"{name} edited during the review")
         else:
@@ -150,14 +156,19 @@ def notes(reviews: Sequence[FileReview], display: Callable[[Path], str]) -> list
             out.append(f"the person edited {name} during the review: read it again before "
                        "changing it.")
         else:
-            kept = [h for h, k in zip(r.hunks, r.kept, strict=True) if k]
-            rejected = [h for h, k in zip(r.hunks, r.kept, strict=True) if not k]
+            kept = [h for h, k in zip(r.hunks, r.kept, strict=True) if k is not False]
+            rejected = [h for h, k in zip(r.hunks, r.kept, strict=True) if k is False]
+            edited = [h for h, k in zip(r.hunks, r.kept, strict=True) if k is None]
             described = "; ".join(
                 f"at line {h.line}: [{_excerpt(h.old) or 'nothing'}] -> "
                 f"[{_excerpt(h.new) or 'nothing'}]" for h in rejected)
+            rejected_text = (f" and rejected the others ({described})" if rejected else "")
+            edited_text = (f" The person edited change{'s' if len(edited) > 1 else ''} "
+                           f"{', '.join(str(h.index) for h in edited)} as they kept it: read "
+                           f"{name} again before changing it." if edited else "")
             out.append(
                 f"the person kept {len(kept)} of your {len(r.hunks)} changes to {name} "
-                f"(changes {', '.join(str(h.index) for h in kept)}) and rejected the others "
-                f"({described}). {name} now holds only the kept changes; do not redo the "
-                "rejected ones unless asked.")
+                f"(changes {', '.join(str(h.index) for h in kept)}){rejected_text}. {name} "
+                "now holds only the kept changes; do not redo the rejected ones unless asked."
+                + edited_text)
     return out

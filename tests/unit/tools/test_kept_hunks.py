@@ -28,8 +28,15 @@ def test_all_some_or_none_kept() -> None:
         False, True]
 
 
-def test_a_text_edited_otherwise_is_neither() -> None:
+def test_a_text_edited_outside_the_hunks_is_neither() -> None:
     assert kept_hunks(BASE, PROPOSED, PROPOSED.replace("line 9\n", "line nine\n")) is None
+    assert kept_hunks(BASE, PROPOSED, "# note\n" + BASE) is None
+
+
+def test_a_hunk_edited_by_the_person() -> None:
+    edited = BASE.replace("line 2\n", "line TWO\nand more\n")
+    assert kept_hunks(BASE, PROPOSED, edited) == [None, False]
+    assert kept_hunks(BASE, PROPOSED, PROPOSED.replace("eighteen", "18!")) == [True, None]
     assert kept_hunks(BASE, PROPOSED, PROPOSED + "more\n") is None
 
 

@@ -57,6 +57,9 @@ local function edited(old, edits, encoding)
     table.remove(lines)
   end
   vim.api.nvim_buf_set_lines(scratch, 0, -1, false, lines)
+  if old ~= "" and old:sub(-1) ~= "\n" then -- no final newline: none is added
+    vim.bo[scratch].eol, vim.bo[scratch].fixeol = false, false
+  end
   util.apply_text_edits(vim.deepcopy(edits), scratch, encoding)
   local new = buf_text(scratch)
   vim.api.nvim_buf_delete(scratch, { force = true })

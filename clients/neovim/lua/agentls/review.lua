@@ -125,12 +125,34 @@ end
 
 -- --- preparing a review -----------------------------------------------------------------------
 
-local function load(path)
+--- A file's buffer, loaded. A file not loaded yet is read without autocommands (its
+--- filetype, syntax and plugins cost up to tens of ms each, for every file of a big edit):
+--- the AgentLS client is attached at once, the filetype set when a window first shows it.
+local function load(path, client)
   local bufnr = vim.fn.bufadd(path)
-  if not vim.api.nvim_buf_is_loaded(bufnr) then
-    vim.fn.bufload(bufnr)
-    vim.bo[bufnr].buflisted = true
+  if vim.api.nvim_buf_is_loaded(bufnr) then
+    return bufnr
   end
+  local ignore = vim.o.eventignore
+  vim.o.eventignore = "all"
+  local ok, err = pcall(vim.fn.bufload, bufnr)
+  vim.o.eventignore = ignore
+  if not ok then
+    error(err, 0)
+  end
+  vim.bo[bufnr].buflisted = true
+  if client then
+    pcall(vim.lsp.buf_attach_client, bufnr, client.id)
+  end
+  vim.api.nvim_create_autocmd("BufWinEnter", {
+    buffer = bufnr,
+    once = true,
+    callback = function()
+      if vim.bo[bufnr].filetype == "" then
+        vim.bo[bufnr].filetype = vim.filetype.match({ buf = bufnr }) or ""
+      end
+    end,
+  })
   return bufnr
 end
 
@@ -156,11 +178,15 @@ local function prepare_update(f)
   f.bufnr = bufnr
   f.modified_before = vim.bo[bufnr].modified
   local old = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+  f.old_lines, f.old_eol = old, vim.bo[bufnr].eol
   local new = split_text(f.new)
   f.hunks = {}
   local new_eol = f.new == "" or f.new:sub(-1) == "\n"
   if vim.bo[bufnr].eol ~= new_eol then -- the final newline goes with the text, kept as sent
-    vim.bo[bufnr].eol, vim.bo[bufnr].fixeol = new_eol, new_eol and vim.bo[bufnr].fixeol
+    vim.bo[bufnr].eol = new_eol
+  end
+  if not new_eol then -- written as it is: no final newline added ('fixeol')
+    vim.bo[bufnr].fixeol = false
   end
   local hunks = line_hunks(old, new)
   -- Bottom to top, so the rows of the hunks above stay where the diff says.
@@ -279,7 +305,7 @@ local function accept_file(f)
     end)
     if ok and f.scratch and vim.api.nvim_buf_is_valid(f.bufnr) then
       local scratch = f.bufnr
-      f.bufnr = load(f.path)
+      f.bufnr = load(f.path, active.client)
       for _, win in ipairs(vim.fn.win_findbuf(scratch)) do
         vim.api.nvim_win_set_buf(win, f.bufnr)
       end
@@ -717,10 +743,16 @@ local function settle(f)
   end
   local kept = file_state(f) ~= "rejected"
   if kept and not vim.uv.fs_stat(f.path) then
+    -- Nothing of it landed: the buffer shows the text it had, as the review found it.
     f.reason = "deleted on disk during the review"
     for _, h in ipairs(f.hunks) do
       h.state = "rejected"
     end
+    vim.api.nvim_buf_call(f.bufnr, function()
+      pcall(vim.cmd, "undojoin")
+      vim.api.nvim_buf_set_lines(f.bufnr, 0, -1, false, f.old_lines)
+    end)
+    vim.bo[f.bufnr].eol = f.old_eol
     notify(shown(f.path) .. " was deleted on disk during the review; it was not written again", vim.log.levels.WARN)
     return
   end
@@ -853,11 +885,11 @@ function M.run(edit, label, encoding, client, files_of)
     elseif change.kind == "rename" then
       created[vim.uri_to_fname(change.newUri)] = true
     elseif change.textDocument and not created[vim.uri_to_fname(change.textDocument.uri)] then
-      load(vim.uri_to_fname(change.textDocument.uri))
+      load(vim.uri_to_fname(change.textDocument.uri), client)
     end
   end
   for uri in pairs(edit.changes or {}) do
-    load(vim.uri_to_fname(uri))
+    load(vim.uri_to_fname(uri), client)
   end
   local files = files_of(edit, encoding)
   local review =
