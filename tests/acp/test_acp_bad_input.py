@@ -145,3 +145,16 @@ async def test_embedded_resource_is_read_as_the_editor_has_it(server: ReplayServ
     sent = server.requests[0].last_user_message
     assert "return a * b  # unsaved" in sent
     assert "return x + x" in sent
+
+
+async def test_secrets_never_reach_the_client(server: ReplayServer, project: Path) -> None:
+    from tests.acp.acp_helpers import SECRET
+
+    server.load({"steps": [{"reply": {"text": f"the key is {SECRET} ok"}}]})
+    client = RecordingClient()
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        await initialized(conn, client)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("leak it")])
+    shown = client.text()
+    assert SECRET not in shown and "[REDACTED]" in shown

@@ -3,8 +3,9 @@
 The SDK's own stdio transport logs a line that is not JSON and drops it (the client waits
 forever), and a line that is JSON but not an object ends its receive loop. Here each bad line
 gets the JSON-RPC error it deserves (-32700 parse error, -32600 invalid request) and the
-agent reads on; everything well formed goes to the SDK unchanged. Errors leave with their
-secrets redacted, like the LSP wire's.
+agent reads on; everything well formed goes to the SDK unchanged. Every message leaves with
+its secrets redacted (agentls.redaction), like the LSP wire's, except fs/write_text_file: the
+text it writes is the reviewed change, unaltered.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class LineTransport:
         self._closed = False
 
     async def send(self, message: dict[str, Any]) -> None:
-        if message.get("error") is not None:
+        if message.get("method") != "fs/write_text_file":  # the one the agent's edit rides in
             message = redact_data(message)
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
         async with self._lock:
