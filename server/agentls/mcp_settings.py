@@ -36,6 +36,13 @@ class McpServerConfig(BaseModel):
                                 examples=["GITHUB_TOKEN"])
     url: str | None = Field(None, description="URL of a streamable-HTTP server (instead of "
                             "command).", examples=["http://localhost:8000/mcp"])
+    headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers sent to "
+                                    "a url server, with their values (no secrets in config: "
+                                    "use headers_env).")
+    headers_env: dict[str, str] = Field(default_factory=dict, description="HTTP headers sent "
+                                        "to a url server, each with the name of the variable "
+                                        "holding its value.",
+                                        examples=['{Authorization = "TRACKER_AUTH"}'])
     enabled: bool = Field(True, description="Offer this server's tools.", examples=["false"])
     sandbox: bool = Field(True, description="Start a stdio server inside the sandbox "
                           "(bubblewrap: no network, workspace read-only, no key). false runs "

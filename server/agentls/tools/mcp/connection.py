@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO, cast
 
 from agentls.mcp_settings import McpServerConfig
-from agentls.redaction import redact
+from agentls.redaction import add_secrets, redact
 from agentls.tools.mcp.launch import Launch, LaunchError
 
 log = logging.getLogger(__name__)
@@ -159,7 +160,7 @@ class McpConnection:
 
     def _transport(self) -> contextlib.AbstractAsyncContextManager[Any]:
         if self._launch is None:
-            return _http_streams(self.config.url or "")
+            return _http_streams(self.config.url or "", http_headers(self.name, self.config))
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         launch = self._launch
@@ -313,11 +314,27 @@ async def _list_tools(session: Any) -> list[ServerTool]:
             return tools
 
 
-@contextlib.asynccontextmanager
-async def _http_streams(url: str) -> Any:
-    from mcp.client.streamable_http import streamable_http_client
+def http_headers(name: str, config: McpServerConfig) -> dict[str, str]:
+    """``headers`` plus ``headers_env``'s values (learnt as secrets: never logged)."""
+    headers = dict(config.headers)
+    for header, variable in config.headers_env.items():
+        value = os.environ.get(variable)
+        if not value:
+            raise McpServerError(f"mcp.servers.{name}.headers_env names {variable} for the "
+                                 f"{header} header, and {variable} is not set: set it, or "
+                                 "remove that header")
+        add_secrets([value])
+        headers[header] = value
+    return headers
 
-    async with streamable_http_client(url) as streams:
+
+@contextlib.asynccontextmanager
+async def _http_streams(url: str, headers: dict[str, str]) -> Any:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with create_mcp_http_client(headers=headers) as client, streamable_http_client(
+            url, http_client=client) as streams:
         yield streams[0], streams[1]
 
 

@@ -4,7 +4,8 @@ Started by the tests as a person would configure any stdio server (``python faul
 [MODE]``). MODE picks how it misbehaves at start: ``ok`` (default), ``garbage`` (prints
 non-JSON on stdout and never answers), ``hang`` (reads stdin, never answers initialize),
 ``exit`` (dies at once with a message on stderr), ``bad-schema`` (one tool's schema is not a
-valid JSON Schema), ``many`` (120 tools), ``odd-names`` (tool names no model API accepts).
+valid JSON Schema), ``many`` (120 tools), ``odd-names`` (tool names no model API accepts),
+``http PORT`` (streamable HTTP instead of stdio).
 Its tools misbehave on request: crash mid-call, 50 MB results, links outside the workspace,
 sampling and elicitation requests, network attempts.
 """
@@ -144,5 +145,13 @@ if MODE == "bad-schema":
     tool = server._tool_manager._tools["broken"]
     tool.parameters = {"type": "object", "properties": {"value": {"type": "strnig"}}}
 
+@server.tool(description="The value of an HTTP header of this request, or '<none>'.")
+def header(name: str, ctx: Context) -> str:
+    return (ctx.headers or {}).get(name.lower(), "<none>")
+
+
 if __name__ == "__main__":
-    server.run("stdio")
+    if MODE == "http":  # streamable HTTP on the port given after the mode
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

@@ -89,3 +89,46 @@ async def test_a_call_that_takes_too_long_is_stopped(tmp_path: Path) -> None:
             await conn.call("sleep", {"seconds": 30})
     finally:
         await conn.aclose()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_a_streamable_http_server_with_headers_from_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+    import subprocess
+
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, FAULTY, "http", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    monkeypatch.setenv("TRACKER_AUTH", "Bearer planted-tracker-token-123")
+    config = McpServerConfig(url=f"http://127.0.0.1:{port}/mcp",
+                             headers={"X-Team": "tools"},
+                             headers_env={"Authorization": "TRACKER_AUTH"})
+    conn = McpConnection("tracker", config, None)
+    try:
+        for _ in range(100):  # the server binds its port
+            try:
+                await conn.start()
+                break
+            except McpServerError:
+                conn = McpConnection("tracker", config, None)
+                await asyncio.sleep(0.1)
+        assert conn.state == "running" and conn.note == "remote (streamable HTTP)"
+        result = await conn.call("header", {"name": "Authorization"})
+        assert result.content[0].text == "Bearer planted-tracker-token-123"
+        assert (await conn.call("header", {"name": "X-Team"})).content[0].text == "tools"
+    finally:
+        await conn.aclose()
+        server.terminate()
+        server.wait()
+    missing = McpConnection("other", McpServerConfig(
+        url="http://127.0.0.1:1/mcp", headers_env={"Authorization": "UNSET_VARIABLE_X"}), None)
+    with pytest.raises(McpServerError, match="UNSET_VARIABLE_X is not set"):
+        await missing.start()
