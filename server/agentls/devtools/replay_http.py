@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
-from agentls.devtools.replay_requests import ClosedStream, RecordedRequest
+from agentls.devtools.replay_requests import RecordedRequest, StreamEnd
 from agentls.devtools.replay_wire import Answer, StreamAnswer, error_answer
 
 
@@ -34,7 +34,7 @@ class ReplayApp(Protocol):
 
     def _next_number(self) -> int: ...
 
-    def _stream_closed(self, closed: ClosedStream) -> None: ...
+    def _stream_ended(self, end: StreamEnd) -> None: ...
 
     def _enter(self, path: str) -> None: ...
 
@@ -224,8 +224,8 @@ class _Handler(BaseHTTPRequestHandler):
             if sent == answer.drop_after:
                 return self._cut()
             if self._client_gone(answer.first_delay_s if sent == 0 else answer.delay_s):
-                self.server.app._stream_closed(
-                    ClosedStream(path, time.time(), sent, len(answer.events)))
+                self.server.app._stream_ended(
+                    StreamEnd(path, time.time(), sent, len(answer.events), closed=True))
                 return self._cut()
             if self.server.app._stopping.is_set():
                 return self._cut()
@@ -234,6 +234,8 @@ class _Handler(BaseHTTPRequestHandler):
                 frame += b"0\r\n\r\n"  # end of body in the same write as [DONE]
             self.wfile.write(frame)
             written.append(time.perf_counter())
+        self.server.app._stream_ended(StreamEnd(path, time.time(), len(answer.events),
+                                                len(answer.events), closed=False))
         if answer.drop_after is not None:  # asked to drop after at least every event
             self._cut()
 

@@ -125,10 +125,11 @@ class CompletionView:
 
 
 @dataclass(frozen=True)
-class ClosedStream:
-    """A streamed answer whose client closed the connection before its end."""
+class StreamEnd:
+    """How a streamed answer ended: sent whole, or closed by the client before its end."""
 
     path: str
-    time: float  # when the server saw the connection end (time.time())
+    time: float  # time.time() when the last event left, or when the server saw the close
     events_sent: int
     events_total: int
+    closed: bool  # the client closed the connection first

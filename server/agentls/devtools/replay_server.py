@@ -21,10 +21,10 @@ from agentls.devtools.replay_completions import completion_answer
 from agentls.devtools.replay_http import ReplayHTTPServer
 from agentls.devtools.replay_requests import (
     ChatView,
-    ClosedStream,
     CompletionView,
     RecordedRequest,
     RemainingStep,
+    StreamEnd,
 )
 from agentls.devtools.replay_responses import responses_answer
 from agentls.devtools.replay_script import Reply, Script, Step, load_script
@@ -66,7 +66,7 @@ class ReplayServer:
         self._stopping = threading.Event()
         self._counter = 0
         self._created = int(time.time())
-        self._closed: list[ClosedStream] = []
+        self._stream_ends: list[StreamEnd] = []
         self._in_flight: dict[str, int] = {}
         self._most_in_flight: dict[str, int] = {}
         # Per streamed answer, when each of its SSE events was written (time.perf_counter()):
@@ -139,10 +139,21 @@ class ReplayServer:
             return list(self._requests)
 
     @property
-    def closed_streams(self) -> list[ClosedStream]:
+    def closed_streams(self) -> list[StreamEnd]:
         """Streams the client closed before their end (the time the server saw it)."""
         with self._lock:
-            return list(self._closed)
+            return [end for end in self._stream_ends if end.closed]
+
+    @property
+    def stream_ends(self) -> list[StreamEnd]:
+        """Every streamed answer's end, whole or closed by the client, in order."""
+        with self._lock:
+            return list(self._stream_ends)
+
+    def reset_in_flight(self) -> None:
+        """Count the most requests in flight afresh from now on."""
+        with self._lock:
+            self._most_in_flight = dict(self._in_flight)
 
     def in_flight(self, path: str = "/v1/completions") -> int:
         """Requests to ``path`` being answered now."""
@@ -180,9 +191,9 @@ class ReplayServer:
         with self._lock:
             self._requests.append(request)
 
-    def _stream_closed(self, closed: ClosedStream) -> None:
+    def _stream_ended(self, end: StreamEnd) -> None:
         with self._lock:
-            self._closed.append(closed)
+            self._stream_ends.append(end)
 
     def _enter(self, path: str) -> None:
         with self._lock:

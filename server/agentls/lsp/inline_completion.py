@@ -26,7 +26,7 @@ from agentls.lsp.protocol import COMPLETION_STATUS
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
-    from agentls.engine.inline_context import LineIndex
+    from agentls.engine.inline_context import LineStarts
     from agentls.engine.inline_engine import InlineCompleter, Status
     from agentls.llm.fim_templates import ContextFile
     from agentls.lsp.context import ServerContext
@@ -50,7 +50,7 @@ class InlineCompletionFeature:
         self.completer: InlineCompleter | None = None
         self._loading: asyncio.Future[InlineCompleter] | None = None
         self._fence: Workspace | None = None
-        self._lines: dict[str, tuple[int | None, int, LineIndex]] = {}
+        self._lines: dict[str, LineStarts] = {}
         self._units: dict[str, str] = {}
         self._recent: dict[str, deque[int]] = {}
         self._related: dict[str, tuple[tuple[int, int], float, list[ContextFile]]] = {}
@@ -123,13 +123,13 @@ class InlineCompletionFeature:
         text = document.source
         encoding = self.server.position_encoding
         position = params.position
-        offset = self._index(uri, document, text).offset(text, position.line,
+        offset = self._index(uri).offset(text, position.line,
                                                          position.character, encoding)
         start = position
         selected = params.context.selected_completion_info
         prefix_text = ""
         if selected is not None:
-            index = self._index(uri, document, text)
+            index = self._index(uri)
             begin = index.offset(text, selected.range.start.line, selected.range.start.character,
                                  encoding)
             end = index.offset(text, selected.range.end.line, selected.range.end.character,
@@ -147,7 +147,7 @@ class InlineCompletionFeature:
             uri=uri, path=self._relative(path) if path else uri, repo=root.name if root else "",
             text=text, offset=offset,
             automatic=params.context.trigger_kind == lsp.InlineCompletionTriggerKind.Automatic,
-            unit=self._unit(uri, text), eol="\r\n" if "\r\n" in text[:10_000] else "\n",
+            unit=self._unit(uri, text), eol="\r\n" if text.find("\r\n", 0, 10_000) >= 0 else "\n",
             comment=COMMENTS.get(document.language_id or "", "//"),
             files=self._files(uri, document, position.line))
         completion = await completer.complete(request)
@@ -156,14 +156,12 @@ class InlineCompletionFeature:
         return lsp.InlineCompletionList(items=[lsp.InlineCompletionItem(
             insert_text=prefix_text + completion, range=lsp.Range(start=start, end=position))])
 
-    def _index(self, uri: str, document: TextDocument, text: str) -> LineIndex:
-        from agentls.engine.inline_context import LineIndex
+    def _index(self, uri: str) -> LineStarts:
+        index = self._lines.get(uri)
+        if index is None:
+            from agentls.engine.inline_context import LineStarts
 
-        cached = self._lines.get(uri)
-        if cached is not None and cached[0] == document.version and cached[1] == len(text):
-            return cached[2]
-        index = LineIndex(text)
-        self._lines[uri] = (document.version, len(text), index)
+            index = self._lines[uri] = LineStarts()
         return index
 
     def _unit(self, uri: str, text: str) -> str:

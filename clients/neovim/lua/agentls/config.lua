@@ -42,6 +42,21 @@ M.defaults = {
     accept_all = "gA", -- keep every pending change
     reject_all = "gR", -- reject every pending change
   },
+  -- Completions as you type (`:help agentls-completion`); the server needs a completion
+  -- model (settings.completion.model) for any to come.
+  completion = {
+    enabled = true, -- false: off until :AgentCompletionToggle
+    auto = true, -- ask as you type; false: only on completion_keys.request
+  },
+  -- Insert-mode keys while ghost text is shown (a key with nothing shown does what it did);
+  -- false disables one.
+  completion_keys = {
+    accept = "<Tab>", -- insert the whole suggestion
+    accept_word = "<M-w>", -- insert its next word
+    accept_line = "<M-l>", -- insert its next line
+    dismiss = "<C-]>", -- hide it
+    request = "<M-\\>", -- ask now (when auto is false, or to ask again)
+  },
 }
 
 -- The table form of vim.validate works on 0.10 and 0.11 alike.
@@ -89,6 +104,22 @@ local function check(opts)
       )
     end
     validate("review_keys." .. name, key, { "string", "boolean" })
+  end
+  validate("completion", opts.completion, "table")
+  validate("completion.enabled", opts.completion.enabled, "boolean")
+  validate("completion.auto", opts.completion.auto, "boolean")
+  validate("completion_keys", opts.completion_keys, "table")
+  for name, key in pairs(opts.completion_keys) do
+    if M.defaults.completion_keys[name] == nil then
+      error(
+        "agentls: completion_keys."
+          .. name
+          .. " is not a completion key; they are accept, "
+          .. "accept_word, accept_line, dismiss, request",
+        0
+      )
+    end
+    validate("completion_keys." .. name, key, { "string", "boolean" })
   end
   if not opts.api_key_env:match("^[%a_][%w_]*$") then
     error("agentls: api_key_env must be an environment variable name, not " .. vim.inspect(opts.api_key_env), 0)

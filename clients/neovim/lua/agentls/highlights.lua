@@ -17,6 +17,7 @@ M.groups = {
   AgentlsReviewDelete = "DiffDelete", -- a removed line (virtual)
   AgentlsReviewSignAdd = "Added",
   AgentlsReviewSignDelete = "Removed",
+  AgentlsGhostText = "Comment", -- a completion shown as you type
 }
 
 function M.setup()

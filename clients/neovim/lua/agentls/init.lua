@@ -198,6 +198,9 @@ function M.client_config()
         require("agentls.chat").on_event(params, ctx)
       end,
       ["$/progress"] = progress,
+      ["agentls/completionStatus"] = function(_, params)
+        require("agentls.completion").on_status(params)
+      end,
     },
   }
 end
@@ -241,6 +244,7 @@ function M.setup(opts)
     })
   end
   require("agentls.highlights").setup()
+  require("agentls.completion").setup()
   return config.options
 end
 
