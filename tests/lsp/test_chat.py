@@ -112,8 +112,14 @@ async def test_a_rejected_edit_is_told_to_the_model_on_the_next_turn(
     assert second["text"] == "You rejected it."
     told = last_user_message(model.requests[-1].body)
     assert "the person rejected your changes to src/calc.py" in told
-    actions = [m for m in await history(client, first["sessionId"]) if m["kind"] == "actions"]
+    stored = await history(client, first["sessionId"])
+    actions = [m for m in stored if m["kind"] == "actions"]
     assert actions[-1]["metadata"]["applied"] is False
+    # The history carries the note as data, beside the person's words (engine/notes.py).
+    asked = [m for m in stored if m["kind"] == "message" and m["role"] == "user"][-1]
+    assert asked["content"] == "why not?"
+    assert [n.split(";")[0] for n in asked["notes"]] == [
+        "the person rejected your changes to src/calc.py"]
 
 
 async def test_rejection_note_is_told_once(client: AgentClient, model: ReplayServer) -> None:

@@ -393,6 +393,10 @@ async def test_without_resolve_the_command_applies_the_edit(
     assert apply_text_edits(CALC, document_edit.edits) == FIXED
     # The diagnostic travelled in the command's arguments.
     assert "add() subtracts" in last_user_message(model.requests[0].body)
+    # Sent, checked and recorded by the one delivery path: the run's actions message says so.
+    stored = await bare_client.send("agentls/history", {"sessionId": result["sessionId"]})
+    actions = [m for m in stored["messages"] if m["kind"] == "actions"]
+    assert actions[-1]["metadata"]["applied"] is True
 
 
 async def test_explain_streams_and_shows_a_markdown_document(

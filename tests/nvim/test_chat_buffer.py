@@ -10,6 +10,8 @@ import pytest
 
 from agentls import workspace_trust
 from agentls.devtools.replay import ReplayServer
+from agentls.engine.sessions import SessionStore
+from agentls.llm.messages import Message
 from tests.lsp.conftest import call, options_for
 from tests.nvim.conftest import Editor, start_editor
 
@@ -171,6 +173,12 @@ def test_agentsessions_reopens_a_session_and_agentask_sends_the_selection(
     editor.nvim.command("AgentChat remember this")
     editor.wait("the answer", lambda: "Remembered answer." in chat_text(editor)
                 and not running(editor))
+    # A later turn the model was told a note with (as the server stores it: a field).
+    session_id = editor.lua("return require('agentls.chat').state().session")
+    store = SessionStore.for_workspace(editor.root)
+    store.append(session_id, Message.user("and now?"),
+                 metadata={"notes": ["the person rejected your changes to src/calc.py"]})
+    store.close()
     editor.lua("vim.api.nvim_buf_delete(require('agentls.chat').state().bufnr, {force = true})")
     editor.nvim.command("wincmd p")
     editor.lua("_G.agentls_test_choice = 'remember this'")
@@ -181,6 +189,9 @@ def test_agentsessions_reopens_a_session_and_agentask_sends_the_selection(
         "local s = require('agentls.chat').state()"
         " return s.bufnr and vim.api.nvim_buf_is_valid(s.bufnr)")
         and "Remembered answer." in chat_text(editor))
+    shown = chat_text(editor)
+    assert "## You\n\nand now?\n" in shown  # the person's words, without the note
+    assert "_AgentLS note: the person rejected your changes to src/calc.py_" in shown
     editor.nvim.command("wincmd p")
     editor.nvim.command("1,2AgentAsk what does this do?")
     editor.wait("the answer", lambda: "It subtracts." in chat_text(editor))

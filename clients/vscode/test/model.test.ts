@@ -101,8 +101,8 @@ test("history becomes turns: user prompts, assistant text, tool calls with resul
     { kind: "message", role: "tool", toolCallId: "c1", content: "def add…\nmore" },
     { kind: "message", role: "assistant", content: "Done." },
     { kind: "summary", role: "user", content: "summary of older messages" },
-    { kind: "message", role: "user",
-      content: "[AgentLS note: the person rejected your changes to calc.py]\n\nthanks" },
+    { kind: "message", role: "user", content: "thanks",
+      notes: ["the person rejected your changes to calc.py"] },
     { kind: "message", role: "assistant", toolCalls: [{ id: "c2", name: "shell_exec", arguments: "{}" }] },
     { kind: "message", role: "tool", toolCallId: "c2", content: '{"ok": false, "error": "denied"}' },
   ]);

@@ -255,7 +255,7 @@ class AgentLsAcp:
     async def _turn(self, session: AcpSession, prompt: list[Any],
                     frontend: AcpFrontend) -> PromptResponse:
         from agentls.engine.agent import RunRequest
-        from agentls.engine.review_notes import pending_notes, record_withdrawn, set_notes
+        from agentls.engine.review_notes import record_withdrawn
         from agentls.llm.backend import BackendError
 
         host = session.host
@@ -269,9 +269,9 @@ class AgentLsAcp:
             raise RequestError.invalid_params({"message": "the prompt has no text: type a "
                                                "request, or attach a file"})
         text = expand_slash_command(text)
-        pending = await asyncio.to_thread(pending_notes, host.store, session.id)
-        # The session's mode (engine/modes.py, stored with it) narrows the toolbox.
-        request = RunRequest(text, attachments=attachments, notes=pending)
+        # The session's mode (engine/modes.py, stored with it) narrows the toolbox; the
+        # notes the last review left are the engine's too (engine/review_notes.py).
+        request = RunRequest(text, attachments=attachments)
         workspace = frontend.workspace
         run_id = host.agent.new_run_id()
         try:
@@ -281,12 +281,12 @@ class AgentLsAcp:
             frontend.send(error_text(f"{exc} ({exc.hint})" if exc.hint else str(exc)))
             return PromptResponse(stop_reason="end_turn")
         except asyncio.CancelledError:
-            record_withdrawn(host.store, session.id, workspace.changeset)
+            if not workspace.changeset.is_empty():
+                record_withdrawn(host.store, session.id)
             raise
-        if pending:
-            await asyncio.to_thread(set_notes, host.store, session.id, [])
         if result.stop_reason == "cancelled":
-            record_withdrawn(host.store, session.id, result.changeset, result.actions_message_id)
+            if not result.changeset.is_empty():
+                record_withdrawn(host.store, session.id, result.actions_message_id)
             return PromptResponse(stop_reason="cancelled")
         if result.send_changes and not result.changeset.is_empty():
             from agentls.acp.review import review
@@ -296,8 +296,7 @@ class AgentLsAcp:
                 await review(self.conn, frontend, host.store, session.id, result, workspace,
                              client_writes=bool(fs and fs.write_text_file))
             except asyncio.CancelledError:
-                record_withdrawn(host.store, session.id, result.changeset,
-                                 result.actions_message_id)
+                record_withdrawn(host.store, session.id, result.actions_message_id)
                 raise
         return PromptResponse(stop_reason=STOP_REASONS.get(result.stop_reason, "end_turn"))
 

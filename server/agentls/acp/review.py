@@ -28,7 +28,7 @@ from acp.schema import (
 )
 
 from agentls.acp import tool_calls
-from agentls.engine.review_notes import add_notes
+from agentls.engine.review_notes import record_review
 from agentls.tools.change_model import ApplyFailed, ChangeConflict, FileChange, sha256_hex
 from agentls.tools.disk_writer import DiskWriter
 
@@ -190,7 +190,5 @@ async def _undo(conn: Client, session_id: str, done: list[FileChange]) -> list[s
 
 def _record(store: SessionStore, session_id: str, result: RunResult, applied: bool,
             failure: str | None, notes: list[str]) -> None:
-    if result.actions_message_id is not None:
-        store.update_metadata(result.actions_message_id, applied=applied,
-                              failure_reason=failure)
-    add_notes(store, session_id, notes)
+    record_review(store, session_id, result.actions_message_id, applied=applied,
+                  failure_reason=failure, notes=notes)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentls.config import Settings
-from agentls.engine import context, models, modes
+from agentls.engine import context, models, modes, review_notes
 from agentls.engine.compaction import maybe_compact
 from agentls.engine.context_cache import ProjectContextCache
 from agentls.engine.events import (
@@ -88,7 +88,6 @@ CONTINUE_PROMPT = (
 class RunRequest:
     prompt: str
     attachments: context.Attachments | None = None
-    notes: Sequence[str] = ()  # things the model must hear first (a rejected edit, say)
     max_iterations: int | None = None
     timeout_s: float | None = None
     tools: Iterable[str] | None = None  # restrict the toolbox (code actions)
@@ -248,11 +247,10 @@ class Agent:
                     self.store, self.estimator, backend, session_id, run.history, seqs,
                     state.system, max_messages=self.settings.compaction.max_messages,
                     context_tokens=self._context_tokens(backend))
+                # What the front-end learned about the last turn's changes (review_notes.py).
+                pending = review_notes.pending(self.store, session_id)
                 prompt = request.prompt
-                if request.notes:
-                    notes = "\n".join(f"[AgentLS note: {note}]" for note in request.notes)
-                    prompt = f"{notes}\n\n{prompt}"
-                room = self._attachment_room(backend, state.system, prompt)
+                room = self._attachment_room(backend, state.system, prompt, pending)
                 related = None
                 if self.settings.index.chat_context and session.mode == "chat":
                     # index.chat_context: the index's best matches for the request, within a
@@ -270,7 +268,8 @@ class Agent:
                 )
                 for note in turn.notes:
                     frontend.on_event(StatusEvent(message=note))
-                self._store_request(run, request, turn.message, turn.notes, backend, frontend)
+                self._store_request(run, request, turn.message, turn.notes, backend, frontend,
+                                    pending)
                 stop = await self._loop(run, request, frontend, workspace, backend, state)
         except TimeoutError:
             stop = "timeout"
@@ -450,9 +449,11 @@ class Agent:
             return response, trimmed
 
     def _store_request(self, run: RunState, request: RunRequest, message: Message,
-                       trimmed: Sequence[str], backend: Backend, frontend: Frontend) -> None:
+                       trimmed: Sequence[str], backend: Backend, frontend: Frontend,
+                       notes: Sequence[str]) -> None:
         """Store the turn's request with what the history shows of it (the person's words,
-        the chips, refusals and notes as fields), and tell the front-end."""
+        the chips, refusals and the review's notes as fields), and tell the front-end. The
+        model reads the notes first (engine/review_notes.py); they are told once."""
         from agentls.engine.references import mark_trimmed
 
         chips = [c.to_dict() for c in mark_trimmed(request.chips, trimmed)]
@@ -461,10 +462,13 @@ class Agent:
         metadata: dict[str, Any] = {"prompt": request.prompt, "run_id": run.run_id,
                                     "model": run.model, "backend": backend.name, "mode": mode}
         for key, value in (("attachments", chips), ("refused", refused),
-                           ("notes", list(request.notes)), ("trimmed", list(trimmed))):
+                           ("notes", list(notes)), ("trimmed", list(trimmed))):
             if value:
                 metadata[key] = value
-        run.user_message_id = append_message(self.store, run, message, metadata)
+        run.user_message_id = append_message(self.store, run, message, metadata,
+                                             sent=review_notes.for_model(message, notes))
+        if notes:  # kept on the message now, not told again
+            review_notes.clear(self.store, run.session.id)
         frontend.on_event(TurnStarted(
             prompt=request.prompt, attachments=tuple(chips), refused=tuple(refused),
             notes=tuple(trimmed) + tuple(r.note for r in request.refused),
@@ -479,12 +483,14 @@ class Agent:
             self._sessions.popitem(last=False)
         return state
 
-    def _attachment_room(self, backend: Backend, system: Sequence[Message], prompt: str) -> int:
+    def _attachment_room(self, backend: Backend, system: Sequence[Message], prompt: str,
+                         pending: Sequence[str] = ()) -> int:
         """Tokens the turn's attachments may take: half of what the prompt budget leaves after
-        the earlier levels, the request and the tool schemas (the rest is for the history and
-        the tool results of the turn)."""
+        the earlier levels, the request (with its notes) and the tool schemas (the rest is for
+        the history and the tool results of the turn)."""
         used = sum(self.estimator.count_text(m.content or "") for m in system)
         used += self.estimator.count_text(prompt) + TOOL_SCHEMA_ALLOWANCE
+        used += sum(self.estimator.count_text(note) for note in pending)
         return max(0, prompt_budget(self._context_tokens(backend)) - used) // 2
 
     def _context_tokens(self, backend: Backend) -> int:

@@ -14,15 +14,14 @@ reads only the rows of the turns it returns.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from agentls.engine import review_notes
 from agentls.engine.sessions import SessionStore
 from agentls.engine.tool_dispatch import shown_result
 
 MAX_ARGUMENT_CHARS = 300
-_LEGACY_NOTE = re.compile(r"^\[AgentLS note: ([^\n]*)\]\n")
 _LEGACY_REQUEST = "\n\n# Request\n\n"
 _LEGACY_CONTEXT = "# Context attached by the person\n\n"
 
@@ -84,10 +83,7 @@ def _new_turn(index: int, row: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def _legacy_request(content: str) -> tuple[str, list[str]]:
-    notes = []
-    while (match := _LEGACY_NOTE.match(content)) is not None:
-        notes.append(match.group(1))
-        content = content[match.end():]
+    notes, content = review_notes.display(content, {})  # the old note prefix, taken apart
     content = content.lstrip("\n")
     if content.startswith(_LEGACY_CONTEXT) and _LEGACY_REQUEST in content:
         content = content.rsplit(_LEGACY_REQUEST, 1)[1]

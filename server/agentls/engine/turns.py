@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentls.engine import context
+from agentls.engine import context, review_notes
 from agentls.engine.events import EditEvent, FileChangeInfo
-from agentls.engine.sessions import SessionInfo, SessionStore
+from agentls.engine.sessions import SessionInfo, SessionStore, StoredMessage
 from agentls.llm.messages import Message, ToolCall, Usage
 from agentls.tools.changeset import ChangeSummary, FileDiff
 from agentls.tools.output import fail, to_json
@@ -58,13 +58,15 @@ class RunState:
 
 
 def append_message(store: SessionStore, run: RunState, message: Message,
-                   metadata: Mapping[str, Any] | None = None) -> int:
-    """Store a message the moment it is complete, and keep the request history in step.
+                   metadata: Mapping[str, Any] | None = None, *,
+                   sent: Message | None = None) -> int:
+    """Store a message the moment it is complete, and keep the request history in step
+    (``sent``: the message as requests carry it, when that differs from what is stored).
     Assistant messages record the model that answered."""
     if message.role == "assistant" and run.model and metadata is None:
         metadata = {"model": run.model}
     message_id = store.append(run.session.id, message, metadata=metadata)
-    run.history.append(message)
+    run.history.append(sent or message)
     if message.role == "assistant" and message.tool_calls:
         run.open_calls = list(message.tool_calls)
     elif message.role == "tool":
@@ -95,9 +97,16 @@ def request_history(store: SessionStore,
         entries.append((summary.message, None))
         through = int(summary.metadata.get("through_seq", summary.seq))
         start = next((i for i, m in enumerate(stored) if m.seq > through), len(stored))
-    entries.extend((m.message, m.seq) for m in stored[start:] if m.kind == "message")
+    entries.extend((_as_sent(m), m.seq) for m in stored[start:] if m.kind == "message")
     answered = answer_orphans(entries)
     return [m for m, _ in answered], [seq for _, seq in answered]
+
+
+def _as_sent(stored: StoredMessage) -> Message:
+    """A user message with the notes it was sent with rendered in (engine/notes.py)."""
+    if stored.message.role != "user":
+        return stored.message
+    return review_notes.for_model(stored.message, review_notes.of_message(stored.metadata))
 
 
 def repeated_calls(run: RunState, calls: Sequence[ToolCall]) -> bool:

@@ -41,7 +41,6 @@ from agentls.lsp.action_prompts import (
     action_prompt,
     action_tools,
 )
-from agentls.lsp.edits import plan_workspace_edit
 from agentls.lsp.protocol import ParamsError, plain
 from agentls.lsp.runs import TurnRefused
 from agentls.lsp.turn import Turn, TurnRequest
@@ -80,6 +79,7 @@ class ActionOutcome:
     text: str = ""  # the model's answer
     explanation: Path | None = None
     dropped: list[Path] = field(default_factory=list)
+    outgoing: delivery.Outgoing | None = None  # the edit as delivery sends it (command path)
 
     def payload(self) -> dict[str, Any]:
         """What the runAction command answers."""
@@ -231,7 +231,8 @@ async def _plan_edit(ls: ServerContext, spec: ActionSpec, target: ActionTarget,
         outcome.message = "; ".join([f"{spec.title}: the model made no change", *notes]) + (
             f". It said: {said}" if said else ".")
         return
-    stale = await delivery.stale_paths(ls, kept)
+    changes = kept.changes()
+    stale = await delivery.stale_paths(ls, changes)
     document = ls.workspace.text_documents.get(target.uri)
     if listed_version is not None and (document is None or document.version != listed_version):
         stale.append(target.path)  # changed after listing, even if before the run read it
@@ -241,9 +242,7 @@ async def _plan_edit(ls: ServerContext, spec: ActionSpec, target: ActionTarget,
         return
     display = turn.workspace.display_path if turn.workspace is not None else str
     # Minimal edits of a big file take a while: not on the event loop.
-    plan = await asyncio.to_thread(plan_workspace_edit, kept, ls.client_capabilities,
-                                   position_encoding=ls.position_encoding, label="AgentLS",
-                                   display=display)
+    plan = await asyncio.to_thread(delivery.plan, ls, kept, display, changes)
     if plan.skipped:
         names = ", ".join(_display(ls, c.path) for c in plan.skipped)
         notes.append(f"this editor cannot create files through LSP, so {names} was left out")
@@ -251,6 +250,8 @@ async def _plan_edit(ls: ServerContext, spec: ActionSpec, target: ActionTarget,
         notes.append(f"the model stopped after {MAX_ITERATIONS} steps, so the change may be "
                      "incomplete")
     outcome.edit = plan.edit
+    outcome.outgoing = delivery.Outgoing(turn.session_id, kept, turn.result.actions_message_id,
+                                         display, label=outcome.label, planned=plan)
     if notes:
         outcome.message = f"{spec.title}: " + "; ".join(notes) + "."
 

@@ -189,12 +189,18 @@ def session_payload(info: Any) -> protocol.SessionPayload:
 
 
 def message_payload(stored: StoredMessage) -> protocol.HistoryMessagePayload:
+    from agentls.engine import review_notes as notes
+
     message = stored.message
     out: protocol.HistoryMessagePayload = {
         "id": stored.id, "seq": stored.seq, "kind": stored.kind, "role": message.role,
         "content": message.content, "createdAt": stored.created_at,
         "metadata": stored.metadata,
     }
+    if message.role == "user" and stored.kind == "message":
+        told, own = notes.display(message.content or "", stored.metadata)
+        if told:
+            out["notes"], out["content"] = told, own
     if message.tool_calls:
         out["toolCalls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments}
                             for c in message.tool_calls]

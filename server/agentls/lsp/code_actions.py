@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Generator, Iterable
-from pathlib import Path
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
@@ -145,28 +144,17 @@ async def run_action_command(ls: ServerContext, feature: CodeActions,
 
 async def _apply(ls: ServerContext, feature: CodeActions, outcome: ActionOutcome,
                  data: ActionData) -> tuple[bool, str | None]:
-    """Send the action's edit; the answer checked against the documents (delivery.py)."""
+    """Send the action's edit through the one delivery path (lsp/delivery.py), and offer to
+    run the action again when it did not land."""
     from lsprotocol.converters import get_converter
 
     from agentls.lsp import delivery
+    from agentls.lsp.retry_offer import offer_retry
 
-    assert outcome.edit is not None
-    try:
-        response = await ls.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(
-            edit=outcome.edit, label=outcome.label))
-        applied, reason = bool(response.applied), response.failure_reason
-    except Exception as exc:  # the client answered with an error: nothing was applied
-        applied, reason = False, f"the editor failed to apply the edit: {exc}"
-    result = outcome.turn.result if outcome.turn is not None else None
-    display = outcome.turn.workspace.display_path if (
-        outcome.turn is not None and outcome.turn.workspace is not None) else str
-
-    def names(paths: Iterable[Path]) -> str:
-        return ", ".join(dict.fromkeys(display(p) for p in paths))
-
-    sent = delivery.sent_documents(outcome.edit, result.changeset) if result else []
-    applied, reason, stale = await delivery.check_answer(ls, applied, reason, sent, names)
-    if stale:
+    host = ls.engine_if_built()
+    assert outcome.outgoing is not None and host is not None  # the action ran on the engine
+    sent = await delivery.deliver(ls, host.store, outcome.outgoing)
+    if sent.retryable:
         title = outcome.spec.title if outcome.spec is not None else "AgentLS"
 
         async def retry() -> None:
@@ -178,12 +166,11 @@ async def _apply(ls: ServerContext, feature: CodeActions, outcome: ActionOutcome
                 "action": data.action, "title": data.title,
                 "diagnostics": [convert(d) for d in data.diagnostics]}])
 
-        delivery.offer_retry(ls, f"{title}: not applied: {reason}.", retry)
-    host = ls.engine_if_built()
-    if result is not None and result.actions_message_id is not None and host is not None:
-        host.store.update_metadata(result.actions_message_id, applied=applied,
-                                   failure_reason=reason)
-    return applied, reason
+        offer_retry(ls, f"{title}: not applied: {sent.failure_reason}.", retry)
+    elif not sent.sent and sent.message:  # the editor cannot receive edits at all
+        ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning,
+                                                     message=sent.message))
+    return bool(sent.applied), sent.failure_reason
 
 
 async def _show_explanation(ls: ServerContext, outcome: ActionOutcome) -> None:

@@ -1,69 +1,96 @@
-"""Delivering a run's ChangeSet to the editor, and what the model hears about it next turn.
+"""Delivering a change to the editor: the one path every change takes (a chat run's
+ChangeSet, a code action's edit, a retry's), in four steps, all in ``deliver``:
 
-The whole ChangeSet goes out as one ``workspace/applyEdit`` (label ``AgentLS: <n> files
-changed``) built by lsp/edits.py for this client's capabilities: versioned edits, file
-operations, ``needsConfirmation`` annotations where supported. Before that, every file is
-checked against the base the agent saw; if the person changed one meanwhile, nothing is
-sent. The editor's answer is stored on the run's ``actions`` message; a rejection, a stale
-file, a change the client could not receive or a run cancelled before its edit went out
-becomes a note the model reads first on the session's next turn (kept in the session's
-metadata until then).
+1. **plan**: the ChangeSet as one ``WorkspaceEdit`` for this client's capabilities
+   (lsp/edits.py: versioned edits, file operations, ``needsConfirmation`` annotations where
+   supported), label ``AgentLS: <n> files changed``; before that, every file is checked
+   against the base the agent saw: if the person changed one meanwhile, nothing is sent;
+2. **send**: ``workspace/applyEdit`` (this module is its only caller; a test checks it);
+3. **check**: the answer against the documents (``check_answer``): an ``applied: true``
+   answer is not taken on trust: every open document the edit named by version must then
+   hold the text the agent wrote. Neovim's built-in handler skips an edit whose version is
+   stale (the person typed while the run finished) and still answers ``applied: true``;
+   that case is recorded as not applied, and the caller may offer a retry on the current
+   text (``Delivery.retryable``, lsp/retry_offer.py);
+4. **record**: what was kept, through the engine (``record``: the run's ``actions``
+   message, and the notes the model reads first on the session's next turn,
+   engine/review_notes.py).
 
 Until ``workspace/applyEdit`` is sent, delivery can be cancelled like the run; once it is
 out, the editor's answer is awaited and recorded even if the request goes away.
-
-An ``applied: true`` answer is not taken on trust: every open document the edit named by
-version must then hold the text the agent wrote (``landed``). Neovim's built-in handler
-skips an edit whose version is stale (the person typed while the run finished) and still
-answers ``applied: true``; that case is recorded as not applied, the model is told, the
-person is told and offered a retry on the current text (``offer_retry``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lsprotocol import types as lsp
 
-from agentls.engine.review_notes import (  # re-exported: runs.py reads them here
-    CANCELLED_NOTE as CANCELLED_NOTE,
-)
-from agentls.engine.review_notes import add_notes
-from agentls.engine.review_notes import pending_notes as pending_notes
-from agentls.engine.review_notes import record_withdrawn as record_withdrawn
-from agentls.engine.review_notes import set_notes as set_notes
+from agentls.engine import review_notes
 from agentls.lsp import documents, review_check
 from agentls.lsp.edits import WorkspaceEditPlan, plan_workspace_edit
 from agentls.lsp.turn import Delivery
-from agentls.tools.changeset import Base, ChangeSet
+from agentls.tools.changeset import Base, ChangeSet, FileChange
 
 if TYPE_CHECKING:
-    from agentls.engine.agent import RunResult
     from agentls.engine.sessions import SessionStore
     from agentls.lsp.context import ServerContext
-    from agentls.lsp.frontend import LspFrontend
-    from agentls.tools.workspace import Workspace
+
+class Reporter(Protocol):
+    """Where delivery tells the person what became of the change: the chat's events."""
+
+    def error(self, message: str, kind: str, hint: str = "") -> None: ...
+
+    def status(self, message: str, **fields: Any) -> None: ...
+
+
+class _Silent:
+    """No chat to tell (a code action): the caller tells the person from the Delivery."""
+
+    def error(self, message: str, kind: str, hint: str = "") -> None:
+        pass
+
+    def status(self, message: str, **fields: Any) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One change on its way to the editor."""
+
+    session_id: str
+    changeset: ChangeSet
+    actions_message_id: int | None  # the run's ``actions`` message: where the review goes
+    display: Callable[[Path], str]  # a path as the person reads it
+    label: str | None = None  # of the applyEdit; default "AgentLS: <n> files changed"
+    planned: WorkspaceEditPlan | None = None  # planned already (a code action's preview)
+
+
+# --- checks and the edit ---------------------------------------------------------------------
+
 
 def label_for(files: int) -> str:
     return f"AgentLS: {files} file{'' if files == 1 else 's'} changed"
 
 
-def plan(ls: ServerContext, changeset: ChangeSet, workspace: Workspace) -> WorkspaceEditPlan:
-    """The WorkspaceEdit for this client, in the negotiated position encoding."""
+def plan(ls: ServerContext, changeset: ChangeSet, display: Callable[[Path], str],
+         changes: Sequence[FileChange] | None = None) -> WorkspaceEditPlan:
+    """The WorkspaceEdit for this client, in the negotiated position encoding. Blocks (minimal
+    edits of big files): call it in a thread."""
     return plan_workspace_edit(changeset, ls.client_capabilities,
                                position_encoding=ls.position_encoding, label="AgentLS",
-                               display=workspace.display_path)
+                               display=display, changes=changes)
 
 
-async def stale_paths(ls: ServerContext, changeset: ChangeSet) -> list[Path]:
+async def stale_paths(ls: ServerContext, changes: Sequence[FileChange]) -> list[Path]:
     """Files that moved on since the agent read them: an open document with a new version
     (or closed), a buffer opened with other text, or a file changed on disk."""
     checks: list[tuple[Path, Base]] = []
-    for change in changeset.changes():
+    for change in changes:
         checks.append((change.old_path or change.path, change.base))
         if change.old_path is not None:
             checks.append((change.path, change.target_base or Base.absent()))
@@ -103,9 +130,9 @@ class SentDocument:
     expected: str
 
 
-def sent_documents(edit: lsp.WorkspaceEdit, changeset: ChangeSet) -> list[SentDocument]:
-    texts = {change.path: change.text for change in changeset.changes()
-             if change.text is not None}
+def sent_documents(edit: lsp.WorkspaceEdit,
+                   changes: Sequence[FileChange]) -> list[SentDocument]:
+    texts = {change.path: change.text for change in changes if change.text is not None}
     out: list[SentDocument] = []
     for entry in edit.document_changes or ():
         if not isinstance(entry, lsp.TextDocumentEdit) or entry.text_document.version is None:
@@ -174,53 +201,32 @@ def stale_note(shown: str, reason: str | None) -> str:
             f"editor before your edit landed{why}. Read {shown} again before changing it.")
 
 
-def offer_retry(ls: ServerContext, message: str,
-                retry: Callable[[], Awaitable[object]] | None) -> None:
-    """Tell the person (showMessage), and with ``retry`` ask whether to redo it on the
-    current text; the question waits in the background, the run does not."""
-    if retry is None:
-        ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning,
-                                                     message=message))
-        return
-
-    async def ask() -> None:
-        answer = await ls.window_show_message_request_async(lsp.ShowMessageRequestParams(
-            type=lsp.MessageType.Warning, message=message,
-            actions=[lsp.MessageActionItem(title=RETRY), lsp.MessageActionItem(title="Dismiss")]))
-        if answer is not None and answer.title == RETRY:
-            await retry()
-
-    ls.spawn(ask())
-
-
-RETRY = "Retry on the current text"
-
-
 # --- delivery --------------------------------------------------------------------------------
 
 
-async def deliver(ls: ServerContext, store: SessionStore, session_id: str,
-                  result: RunResult, workspace: Workspace, frontend: LspFrontend,
-                  on_send: Callable[[], None] = lambda: None,
-                  retry: Callable[[], Awaitable[object]] | None = None) -> Delivery:
-    """Send the run's changes as one workspace/applyEdit and record what became of them.
-    ``on_send`` is called when the edit goes out: from then on cancelling changes nothing.
-    ``retry`` redoes the turn; it is offered to the person when the edit did not land."""
-    changeset = result.changeset
+async def deliver(ls: ServerContext, store: SessionStore, outgoing: Outgoing, *,
+                  report: Reporter | None = None,
+                  on_send: Callable[[], None] = lambda: None) -> Delivery:
+    """Plan, send, check and record one change (see the module's docstring). ``report``
+    tells the person what went wrong (else the caller tells them from the Delivery);
+    ``on_send`` is called when the edit goes out: from then on cancelling changes nothing."""
+    changes = outgoing.changeset.changes()  # read once: each read walks the whole ChangeSet
+    tell = report or _Silent()
 
     def names(paths: Iterable[Path]) -> str:
-        return ", ".join(workspace.display_path(p) for p in paths)
+        return ", ".join(dict.fromkeys(outgoing.display(p) for p in paths))
 
-    stale = await stale_paths(ls, changeset)
+    stale = await stale_paths(ls, changes)
     if stale:
         shown = names(stale)
         message = (f"AgentLS did not apply its changes: {shown} changed in the editor while "
                    "the agent was working. Ask again to have them redone on the current text.")
         ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning,
                                                      message=message))
-        frontend.error(message, "stale", "ask again; the agent will read the file again")
-        return _record(store, session_id, result, Delivery(
-            False, f"not sent: {shown} changed during the run", stale=tuple(stale)), [
+        tell.error(message, "stale", "ask again; the agent will read the file again")
+        return record(store, outgoing, Delivery(
+            False, f"not sent: {shown} changed during the run", stale=tuple(stale),
+            message=message), [
             f"none of your changes from the last turn were applied: the person edited {shown} "
             f"while you worked. Read {shown} again before changing it."])
 
@@ -228,31 +234,31 @@ async def deliver(ls: ServerContext, store: SessionStore, session_id: str,
     if workspace_caps is None or not workspace_caps.apply_edit:
         message = ("AgentLS cannot send its changes: this editor does not accept "
                    "workspace/applyEdit.")
-        frontend.error(message, "unsupported")
-        return _record(store, session_id, result, Delivery(False, message), [
+        tell.error(message, "unsupported")
+        return record(store, outgoing, Delivery(False, message, message=message), [
             "your changes from the last turn were not applied: the editor cannot receive "
             "edits. Show the person the changes as text instead."])
 
-    edit_plan = await asyncio.to_thread(plan, ls, changeset, workspace)  # diffs: not on the loop
+    edit_plan = outgoing.planned
+    if edit_plan is None:  # minimal edits of big files take a while: not on the event loop
+        edit_plan = await asyncio.to_thread(plan, ls, outgoing.changeset, outgoing.display,
+                                            changes)
     skipped = tuple(change.path for change in edit_plan.skipped)
     notes: list[str] = []
     if skipped:
         shown = names(skipped)
-        frontend.error(f"This editor cannot create, delete or rename files through LSP, so "
-                       f"these changes were left out: {shown}.", "unsupported")
+        tell.error(f"This editor cannot create, delete or rename files through LSP, so these "
+                   f"changes were left out: {shown}.", "unsupported")
         notes.append(f"your changes to {shown} were not applied: the editor cannot create, "
                      "delete or rename files. Give the person their content as text instead.")
-    sent_paths = [p for p in changeset.paths() if p not in skipped]
-    if not sent_paths:
-        return _record(store, session_id, result,
-                       Delivery(False, "the editor cannot receive these changes",
-                                skipped=skipped), notes)
-
-    files = sum(1 for change in changeset.changes() if change.path not in skipped)
-    params = lsp.ApplyWorkspaceEditParams(edit=edit_plan.edit, label=label_for(files))
-    sent = sent_documents(edit_plan.edit, changeset)
-
-    sent_changes = [change for change in changeset.changes() if change.path not in skipped]
+    sent_changes = [c for c in changes if c.path not in skipped]
+    if not sent_changes:
+        return record(store, outgoing, Delivery(False, "the editor cannot receive these changes",
+                                                skipped=skipped), notes)
+    label = outgoing.label or label_for(len(sent_changes))
+    params = lsp.ApplyWorkspaceEditParams(edit=edit_plan.edit, label=label)
+    sent_paths = [p for c in sent_changes for p in (c.old_path, c.path) if p is not None]
+    sent = sent_documents(edit_plan.edit, sent_changes)
 
     async def send() -> Delivery:
         try:
@@ -269,43 +275,44 @@ async def deliver(ls: ServerContext, store: SessionStore, session_id: str,
             shown = names(sent_paths)
             message = (f"AgentLS: its changes to {shown} did not land: {reason}. Nothing "
                        "was applied.")
-            frontend.error(message, "stale", "retry; the agent will read the file again")
-            offer_retry(ls, message, retry)
+            tell.error(message, "stale", "retry; the agent will read the file again")
             notes.append(stale_note(shown, reason))
-            return _record(store, session_id, result,
-                           Delivery(False, reason, stale=tuple(sent_paths), skipped=skipped),
-                           notes)
+            return record(store, outgoing, Delivery(
+                False, reason, stale=tuple(sent_paths), skipped=skipped, sent=True,
+                message=message), notes)
         if not applied:
             why = f" (the editor said: {reason})" if reason else ""
             notes.append(f"the person rejected your changes to {names(sent_paths)}{why}; "
                          "those files are as they were before your last turn.")
-        return _record(store, session_id, result, Delivery(applied, reason, skipped=skipped),
-                       notes)
+        return record(store, outgoing, Delivery(applied, reason, skipped=skipped, sent=True),
+                      notes)
 
     def _reviewed(reviews: list[review_check.FileReview], reason: str | None) -> Delivery:
-        display = workspace.display_path
         if not review_check.some_kept(reviews):
             why = f" (the editor said: {reason})" if reason else ""
             notes.append(f"the person rejected your changes to {names(sent_paths)}{why}; "
                          "those files are as they were before your last turn.")
-            return _record(store, session_id, result, Delivery(False, reason, skipped=skipped),
-                           notes)
-        text = review_check.summary(reviews, display)
-        notes.extend(review_check.notes(reviews, display))
-        frontend.status(f"review: {text}")
-        return _record(store, session_id, result, Delivery(
-            False, text, skipped=skipped, partial=tuple(r.record() for r in reviews)), notes)
+            return record(store, outgoing, Delivery(False, reason, skipped=skipped, sent=True),
+                          notes)
+        text = review_check.summary(reviews, outgoing.display)
+        notes.extend(review_check.notes(reviews, outgoing.display))
+        tell.status(f"review: {text}")
+        return record(store, outgoing, Delivery(
+            False, text, skipped=skipped, partial=tuple(r.record() for r in reviews), sent=True),
+            notes)
 
     on_send()
     # Kept by the server: the answer is recorded even if this request is cancelled.
     return await asyncio.shield(ls.spawn(send()))
 
 
-def _record(store: SessionStore, session_id: str, result: RunResult, delivery: Delivery,
-            notes: list[str]) -> Delivery:
-    if result.actions_message_id is not None:
-        review = {"review": list(delivery.partial)} if delivery.partial else {}
-        store.update_metadata(result.actions_message_id, applied=delivery.applied,
-                              failure_reason=delivery.failure_reason, **review)
-    add_notes(store, session_id, notes)
+def record(store: SessionStore, outgoing: Outgoing, delivery: Delivery,
+           notes: Sequence[str]) -> Delivery:
+    """What became of the change (what was kept, per file and hunk when only some of it was),
+    recorded by the engine: on the run's ``actions`` message, and as notes the model reads
+    first on the session's next turn (engine/review_notes.py)."""
+    review_notes.record_review(store, outgoing.session_id, outgoing.actions_message_id,
+                               applied=delivery.applied,
+                               failure_reason=delivery.failure_reason,
+                               review=list(delivery.partial) or None, notes=notes)
     return delivery

@@ -26,13 +26,20 @@ from __future__ import annotations
 
 import logging
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from lsprotocol import types as lsp
 
-from agentls.tools.changeset import ChangeSet, FileChange, FileDiff, line_opcodes, split_lines
+from agentls.tools.changeset import (
+    ChangeSet,
+    FileChange,
+    FileDiff,
+    file_diff,
+    line_opcodes,
+    split_lines,
+)
 
 log = logging.getLogger(__name__)
 
@@ -211,15 +218,18 @@ def plan_workspace_edit(
     position_encoding: str = "utf-16",
     label: str = "AgentLS",
     display: Callable[[Path], str] | None = None,
+    changes: Sequence[FileChange] | None = None,
 ) -> WorkspaceEditPlan:
-    """The WorkspaceEdit for ``changeset`` plus the changes this client cannot receive."""
+    """The WorkspaceEdit for ``changeset`` plus the changes this client cannot receive
+    (``changes``: the changeset's, when the caller has read them already)."""
     encoding = _check_encoding(position_encoding)
     support = _Support.of(client_capabilities)
     name = display or str
-    changes = changeset.changes()
+    if changes is None:
+        changes = changeset.changes()
     if not support.document_changes:
         return _plain_changes(changes, encoding)
-    diffs = {d.path: d for d in changeset.diff(name)} if support.annotations else {}
+    diffs = {c.path: file_diff(c, name) for c in changes} if support.annotations else {}
 
     document_changes: list[lsp.TextDocumentEdit | lsp.CreateFile | lsp.RenameFile | lsp.DeleteFile]
     document_changes = []
@@ -267,7 +277,7 @@ def to_workspace_edit(
     return plan.edit
 
 
-def _plain_changes(changes: list[FileChange], encoding: str) -> WorkspaceEditPlan:
+def _plain_changes(changes: Sequence[FileChange], encoding: str) -> WorkspaceEditPlan:
     edits: dict[str, list[lsp.TextEdit]] = {}
     skipped: list[FileChange] = []
     for change in changes:

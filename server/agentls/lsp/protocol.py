@@ -103,6 +103,7 @@ class HistoryMessagePayload(TypedDict, total=False):
     toolName: str
     createdAt: float
     metadata: dict[str, Any]
+    notes: list[str]  # user messages: what AgentLS told the model first (engine/notes.py)
 
 
 # --- requests from the client -------------------------------------------------------------

@@ -6,8 +6,10 @@ Chat, commands and code actions all go through ``RunManager.run`` (``ls.run_agen
 2. the session's queue: one turn at a time per session, in arrival order, at most
    ``lsp.chat_queue_limit`` waiting (beyond: refused, with when to retry);
 3. for chat requests, the client's rate limit (``lsp.chat_requests_per_minute``);
-4. the engine runs with the editor's buffers as overlay and the notes left by the last turn;
-5. the ChangeSet goes to the editor as one ``workspace/applyEdit`` (lsp/delivery.py);
+4. the engine runs with the editor's buffers as overlay (it reads the notes the last turn's
+   review left, engine/notes.py);
+5. the ChangeSet goes to the editor as one ``workspace/applyEdit`` (lsp/delivery.py), and a
+   change that did not land is offered again (lsp/retry_offer.py);
 6. the ``done`` chat event, last.
 
 The edit of one turn is settled before the session's next turn starts, so the next turn
@@ -49,7 +51,7 @@ log = logging.getLogger(__name__)
 # light); the server imports them in its start-up work, so a first chat does not
 # (lsp/server.py ``warm_up``; a test keeps this list whole).
 RUN_IMPORTS = ("agentls.lsp.frontend", "agentls.lsp.progress", "agentls.lsp.delivery",
-               "agentls.engine.session_lock")
+               "agentls.lsp.retry_offer", "agentls.engine.session_lock")
 
 
 class TurnRefused(Exception):
@@ -191,9 +193,11 @@ class RunManager:
     async def _run_in_turn(self, host: EngineHost, request: TurnRequest,
                            frontend: LspFrontend, active: _Active) -> None:
         """Run the engine and deliver its edit, filling in ``active.turn`` as it goes."""
+        from agentls.engine import review_notes as notes
         from agentls.engine.agent import RunRequest
         from agentls.llm.backend import BackendError
         from agentls.lsp import delivery
+        from agentls.lsp.retry_offer import offer_retry
 
         session_id, run_id = frontend.session_id, frontend.run_id
         turn = active.turn
@@ -202,9 +206,8 @@ class RunManager:
                 f"{self.rate.per_minute} chat requests per minute reached (setting "
                 f"agentls.lsp.chat_requests_per_minute); this one starts in "
                 f"{math.ceil(delay)} s", retryAfter=math.ceil(delay)))
-        notes = delivery.pending_notes(host.store, session_id)
         workspace = self._ls.new_workspace()
-        run_request = RunRequest(request.prompt, attachments=request.attachments, notes=notes,
+        run_request = RunRequest(request.prompt, attachments=request.attachments,
                                  max_iterations=request.max_iterations,
                                  timeout_s=request.timeout_s, tools=request.tools,
                                  chips=request.chips, refused=request.refused)
@@ -218,10 +221,9 @@ class RunManager:
             turn.stop_reason, turn.error = "error", error
             return
         except asyncio.CancelledError:
-            delivery.record_withdrawn(host.store, session_id, workspace.changeset)
+            if not workspace.changeset.is_empty():
+                notes.record_withdrawn(host.store, session_id)
             raise
-        if notes:
-            delivery.set_notes(host.store, session_id, [])
         turn.stop_reason, turn.text = result.stop_reason, result.text
         turn.result, turn.workspace = result, workspace
         if result.stop_reason in ("error", "timeout"):
@@ -230,21 +232,24 @@ class RunManager:
                     else "raise timeout_ms or split the task")
             turn.error = _error_payload(host, session_id, result.error_message, kind, hint)
         if not result.send_changes:
-            delivery.record_withdrawn(host.store, session_id, result.changeset)
+            if not result.changeset.is_empty():
+                notes.record_withdrawn(host.store, session_id)
         elif request.send_edit and result.diffs:
+            outgoing = delivery.Outgoing(session_id, result.changeset, result.actions_message_id,
+                                         workspace.display_path)
             try:
-                again = dataclasses.replace(request, session_id=session_id,
-                                            work_done_token=None)
                 turn.delivery = await delivery.deliver(
-                    self._ls, host.store, session_id, result, workspace, frontend,
-                    on_send=lambda: setattr(active, "phase", "delivering"),
-                    retry=lambda: self.run(again))
+                    self._ls, host.store, outgoing, report=frontend,
+                    on_send=lambda: setattr(active, "phase", "delivering"))
             except asyncio.CancelledError:
                 if active.phase != "delivering":  # stopped before the edit went out
                     turn.stop_reason = "cancelled"
-                    delivery.record_withdrawn(host.store, session_id, result.changeset,
-                                              result.actions_message_id)
+                    notes.record_withdrawn(host.store, session_id, result.actions_message_id)
                 raise
+            if turn.delivery.retryable and turn.delivery.message:
+                again = dataclasses.replace(request, session_id=session_id,
+                                            work_done_token=None)
+                offer_retry(self._ls, turn.delivery.message, lambda: self.run(again))
 
     @asynccontextmanager
     async def _process_lock(self, session_id: str, frontend: LspFrontend) -> AsyncIterator[None]:

@@ -26,6 +26,14 @@ class Delivery:
     skipped: tuple[Path, ...] = ()  # changes this client cannot receive as an edit
     # Some of it kept, some not (a partial review, lsp/review_check.py): per file, its record.
     partial: tuple[dict[str, Any], ...] = ()
+    sent: bool = False  # the workspace/applyEdit went out
+    message: str | None = None  # what the person was told, when it did not land
+
+    @property
+    def retryable(self) -> bool:
+        """Sent but skipped or refused because a document had moved on: worth redoing on
+        the current text."""
+        return self.sent and bool(self.stale)
 
 
 @dataclass

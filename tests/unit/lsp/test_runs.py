@@ -17,7 +17,8 @@ from tests.engine.conftest import settings_for
 
 from agentls.devtools.replay import ReplayServer
 from agentls.engine.host import EngineHost
-from agentls.lsp.delivery import CANCELLED_NOTE, pending_notes
+from agentls.engine.review_notes import CANCELLED_NOTE
+from agentls.engine.review_notes import pending as pending_notes
 from agentls.lsp.resolved_settings import LspSettings
 from agentls.lsp.runs import RunManager
 from agentls.lsp.turn import TurnRequest

@@ -275,6 +275,10 @@ function M.reopen(session_id, client)
     for _, m in ipairs(result.messages or {}) do
       if m.kind == "message" and m.role == "user" then
         new_block("\n## You\n\n" .. (m.content or "") .. "\n")
+        -- What AgentLS told the model first (a rejected edit…): a note, not the person's words.
+        for _, note in ipairs(m.notes or {}) do
+          new_block("_AgentLS note: " .. note .. "_\n", "AgentlsChatNote")
+        end
       elseif m.kind == "message" and m.role == "assistant" and m.content and m.content ~= "" then
         new_block("\n## AgentLS\n\n" .. m.content .. "\n")
       end

@@ -11,6 +11,7 @@ M.groups = {
   AgentlsFileSkipped = "Comment",
   AgentlsChatUser = "Title",
   AgentlsChatTool = "Comment",
+  AgentlsChatNote = "DiagnosticInfo",
   AgentlsChatError = "DiagnosticError",
   AgentlsPromptSeparator = "FloatBorder",
   AgentlsReviewAdd = "DiffAdd", -- a proposed line in the buffer

@@ -194,6 +194,8 @@ export interface HistoryMessage {
   toolCallId?: string;
   toolName?: string;
   metadata?: Record<string, unknown>;
+  /** User messages: what the server told the model first (a rejected edit…), as data. */
+  notes?: string[];
 }
 
 /** A stored session (agentls/history) as turns: user messages start turns, assistant text and
@@ -204,11 +206,10 @@ export function fromHistory(sessionId: string, messages: HistoryMessage[]): Pane
   for (const m of messages) {
     if ((m.kind ?? "message") !== "message") continue;
     if (m.role === "user") {
-      const { notes, prompt } = splitNotes(m.content ?? "");
-      turn = startTurn(model, prompt);
+      turn = startTurn(model, m.content ?? "");
       turn.state = "done";
       turn.status = "";
-      for (const text of notes) turn.parts.push({ type: "note", level: "info", text });
+      for (const text of m.notes ?? []) turn.parts.push({ type: "note", level: "info", text });
     } else if (turn && m.role === "assistant") {
       if (m.content) addText(turn, (turn.parts.length ? "\n\n" : "") + m.content);
       for (const call of m.toolCalls ?? []) {
@@ -234,20 +235,6 @@ export function restoreFailure(error: unknown, attempt: number, attempts: number
   const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
   if (code === INVALID_PARAMS) return "forget";
   return attempt < attempts ? "retry" : "keep";
-}
-
-const NOTE = /^\[AgentLS note: ([^\n]*)\]\n/;
-
-/** The server puts its notes to the model ("the person rejected your changes…") before the
- * prompt it stores: shown as notes, not as what the person typed. */
-export function splitNotes(content: string): { notes: string[]; prompt: string } {
-  const notes: string[] = [];
-  let rest = content;
-  for (let m = rest.match(NOTE); m; m = rest.match(NOTE)) {
-    notes.push(m[1]);
-    rest = rest.slice(m[0].length);
-  }
-  return notes.length ? { notes, prompt: rest.replace(/^\n/, "") } : { notes, prompt: content };
 }
 
 /** A stored tool result (usually the tool's JSON answer) as ok + a one-line summary. */
