@@ -171,6 +171,19 @@ def moved_on(ls: ServerContext, sent: Sequence[SentDocument]) -> list[Path]:
     return out
 
 
+async def moved_after_answer(ls: ServerContext, sent: Sequence[SentDocument]) -> list[Path]:
+    """After a refusal: the sent documents that had moved on, waiting up to ``MOVED_WAIT_S``
+    for a didChange the editor may send after its answer (Neovim debounces them)."""
+    stale = moved_on(ls, sent)
+    if sent and not stale:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + MOVED_WAIT_S
+        while not stale and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+            stale = moved_on(ls, sent)
+    return stale
+
+
 async def check_answer(ls: ServerContext, applied: bool, reason: str | None,
                        sent: Sequence[SentDocument],
                        names: Callable[[Iterable[Path]], str]) -> tuple[bool, str | None, bool]:
@@ -183,13 +196,7 @@ async def check_answer(ls: ServerContext, applied: bool, reason: str | None,
         return False, (f"the editor answered applied, but {names(missing)} does not hold the "
                        "change: it was edited in the editor meanwhile and the editor skipped "
                        "the stale edit"), True
-    stale = moved_on(ls, sent)
-    if sent and not stale:  # the editor may answer before its didChange arrives (debounce)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + MOVED_WAIT_S
-        while not stale and loop.time() < deadline:
-            await asyncio.sleep(0.02)
-            stale = moved_on(ls, sent)
+    stale = await moved_after_answer(ls, sent)
     if stale and not reason:
         reason = f"{names(stale)} changed in the editor while the edit was on its way"
     return False, reason, bool(stale)
@@ -266,7 +273,8 @@ async def deliver(ls: ServerContext, store: SessionStore, outgoing: Outgoing, *,
             applied, reason = bool(response.applied), response.failure_reason
         except Exception as exc:  # the client answered with an error: nothing was applied
             applied, reason = False, f"the editor failed to apply the edit: {exc}"
-        if not applied:  # none, or some of it: the documents say which
+        if not applied:  # none, or some of it: the documents say which, once they arrive
+            await moved_after_answer(ls, sent)
             reviews = await review_check.read_reviews(ls, sent_changes)
             if review_check.settled(reviews):
                 return _reviewed(reviews, reason)
