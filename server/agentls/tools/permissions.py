@@ -186,6 +186,11 @@ def _request(tool: str, args: Mapping[str, Any], decision: Decision) -> Approval
         if decision.note:
             title += f" ({decision.note})"
         scope = "commands starting with " + ", ".join(f"`{k}`" for k in decision.grant_keys)
+    elif tool.startswith("mcp__") and tool.count("__") >= 2:  # which server, which tool
+        server, name = tool[len("mcp__"):].split("__", 1)
+        shown = ", ".join(f"{k}={v!r}" for k, v in args.items())
+        title = f"Run `{name}` of MCP server {server} ({shown})?"
+        scope = f"every {name} call of MCP server {server}"
     else:
         title = f"Allow {tool}?"
         scope = f"every {tool} call"
