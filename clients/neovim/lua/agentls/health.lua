@@ -56,6 +56,36 @@ function M.check()
     )
   end
 
+  -- MCP servers: `agentls mcp --json` starts each enabled one as a run would (its tools and
+  -- state), in the current folder (the project's settings count too).
+  local mcp_cmd = vim.deepcopy(opts.cmd)
+  if mcp_cmd[#mcp_cmd] == "serve" then -- { "agentls", "serve" } or { "python", "-m", "agentls", "serve" }
+    table.remove(mcp_cmd)
+  end
+  vim.list_extend(mcp_cmd, { "mcp", "--json" })
+  local mcp = run(config.server_cmd(vim.tbl_extend("force", opts, { cmd = mcp_cmd })), 90000)
+  local decoded, listing = pcall(vim.json.decode, mcp and mcp.stdout or "")
+  if decoded and type(listing) == "table" and type(listing.servers) == "table" then
+    for _, s in ipairs(listing.servers) do
+      local line = string.format("MCP server %s (%s, %s): %s", s.name, s.transport, s.how, s.state)
+      if s.state == "running" then
+        health.ok(string.format("%s, %d tools", line, s.tools))
+      elseif s.state == "disabled" then
+        health.info(line)
+      else
+        health.error(
+          line .. (s.error and (": " .. tostring(s.error):sub(1, 400)) or ""),
+          { "Fix mcp.servers." .. s.name .. " (README: Tools from MCP servers), then :checkhealth agentls" }
+        )
+      end
+    end
+  elseif mcp and mcp.code == 0 then
+    health.info("no MCP server configured (mcp.servers.NAME in the AgentLS config)")
+  else
+    local out = mcp and vim.trim((mcp.stdout or "") .. (mcp.stderr or "")) or "did not run"
+    health.warn("`agentls mcp --json` failed: " .. out:sub(1, 400))
+  end
+
   if opts.api_key_cmd then
     health.ok("key read by the server's shell from api_key_cmd (not shown)")
   elseif opts.api_key_file then
