@@ -6,7 +6,6 @@ validation lives in ``agentls.config`` (the settings models in ``agentls.config_
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import tomllib
@@ -16,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
+
+from agentls import state_file
 
 APP_NAME = "agentls"
 WORKSPACE_DIR = ".agentls"
@@ -113,25 +114,12 @@ def deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
 
 def write_config_file(path: Path, data: Mapping[str, Any]) -> None:
     """Write atomically: a crash leaves the old file or the new one, never half of one."""
-    import tempfile
-
     import tomli_w
 
     text = tomli_w.dumps(_without_none(data))
-    tmp: str | None = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # A temporary name of its own, so two `config set` at once never share one.
-        handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
+        state_file.write_text(path, text, parents=True)
     except OSError as exc:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
         raise ConfigError(f"cannot write config file {path}: {exc.strerror or exc}; check "
                           "that its folder is writable") from None
 

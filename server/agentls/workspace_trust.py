@@ -23,7 +23,6 @@ Nothing here imports pydantic: it works on the raw layers, before validation.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -33,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
+
+from agentls import state_file
 
 ENV = "AGENTLS_TRUST_WORKSPACE"
 TRUST_COMMAND = "agentls trust"
@@ -67,16 +68,8 @@ def _read_records() -> dict[str, str]:
 
 
 def _write_records(records: Mapping[str, str]) -> None:
-    path = trust_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(dict(sorted(records.items())), indent=2) + "\n",
-                       encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+    state_file.write_text(trust_file(), json.dumps(dict(sorted(records.items())), indent=2)
+                          + "\n", parents=True)
 
 
 @dataclass(frozen=True)

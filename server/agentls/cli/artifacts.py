@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import secrets
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from agentls import redaction
+from agentls import redaction, state_file
 from agentls.engine.state_dir import ensure_state_dir
 from agentls.redaction import MARKER as REDACTED
 from agentls.redaction import MIN_SECRET_LENGTH as MIN_SECRET_LENGTH
@@ -100,13 +99,8 @@ class RunArtifacts:
     def write_json(self, name: str, value: dict[str, Any]) -> None:
         """Write ``name`` atomically: readers see the old file or the whole new one."""
         path = self.directory / name
-        tmp = path.with_name(f".{name}.tmp")
         try:
-            with tmp.open("w", encoding="utf-8", newline="\n") as handle:
-                handle.write(self._dumps(value, indent=2) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
+            state_file.write_text(path, self._dumps(value, indent=2) + "\n")
         except OSError as exc:
             raise ArtifactsError(path, exc) from None
 

@@ -26,14 +26,13 @@ the nested ones are is kept by engine/nested_agents.py).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from agentls import state_file
 from agentls.engine.facts import (
     KEY_FILES,
     KeyFile,
@@ -87,17 +86,10 @@ def save(ws: Workspace, facts: ProjectFacts) -> bool:
     data = {"format": FORMAT, "roots": [str(r) for r in ws.roots],
             "fingerprint": fingerprint(ws), "facts": _facts_to(facts)}
     path = store_path(ws)
-    tmp: str | None = None
     try:
         path.parent.mkdir(exist_ok=True)
-        handle, tmp = tempfile.mkstemp(prefix=".facts.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(data, out)
-        os.replace(tmp, path)
+        state_file.write_json(path, data, durable=False)  # a cache: rebuilt when lost
     except OSError as exc:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
         log.info("project facts not stored in %s: %s", path, exc)
         return False
     return True

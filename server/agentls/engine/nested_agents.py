@@ -20,17 +20,16 @@ of an ``AGENTS.md`` is never kept: it is read fresh for every session.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentls import state_file
 from agentls.tools.fence_rules import AGENTLSIGNORE, GITIGNORE
 from agentls.tools.workspace import Workspace
 
@@ -224,16 +223,8 @@ def _save(root: Path, walk: _Walk) -> None:
         "folders": {folder: [r.mtime, list(r.folders), r.agents, list(r.ignores)]
                     for folder, r in walk.folders.items()},
         "ignore_files": walk.ignore_files}
-    tmp: str | None = None
     try:
         path.parent.mkdir(exist_ok=True)
-        handle, tmp = tempfile.mkstemp(prefix=".nested_agents.", suffix=".tmp",
-                                       dir=path.parent)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(data, out, separators=(",", ":"))
-        os.replace(tmp, path)
+        state_file.write_json(path, data, durable=False, separators=(",", ":"))  # a cache
     except OSError as exc:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
         log.info("the walk is not kept in %s: %s", path, exc)

@@ -79,13 +79,26 @@ async def shell_exec(
             "Pass a folder, or omit cwd to run in the workspace root.",
         )
     limit, notes = _clamp_timeout(timeout)
-
     argv = [_shell(), "-c", command]
     launch = (launcher(argv, directory) if launcher is not None else
               Launch(argv, scrubbed_environment(os.environ, api_key_env), directory))
     started = time.monotonic()
-    # Our own pipes, not asyncio's: Python 3.11's Process.wait() would wait for every process
-    # holding them, and a detached background process may hold them forever.
+    spawned = await _spawn(launch, output_limit)
+    if isinstance(spawned, str):
+        return fail("SPAWN_FAILED", f"The shell could not be started: {spawned}.")
+    process, stdout, stderr = spawned
+    timed_out = await _wait_and_collect(process, stdout, stderr, limit, notes)
+    return _result(command, shown_cwd, process.returncode, timed_out, started, limit,
+                   stdout.text.text(), stderr.text.text(), notes)
+
+
+_Spawned = tuple[asyncio.subprocess.Process, "_PipeReader", "_PipeReader"]
+
+
+async def _spawn(launch: Launch, output_limit: int) -> _Spawned | str:
+    """The process with readers on its stdout and stderr, or why it could not start.
+    Our own pipes, not asyncio's: Python 3.11's Process.wait() would wait for every process
+    holding them, and a detached background process may hold them forever."""
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
     try:
@@ -102,12 +115,18 @@ async def shell_exec(
     except OSError as exc:
         os.close(out_read)
         os.close(err_read)
-        return fail("SPAWN_FAILED", f"The shell could not be started: {exc}.")
+        return str(exc)
     finally:
         os.close(out_write)
         os.close(err_write)
+    return process, _PipeReader(out_read, output_limit), _PipeReader(err_read, output_limit)
 
-    stdout, stderr = _PipeReader(out_read, output_limit), _PipeReader(err_read, output_limit)
+
+async def _wait_and_collect(process: asyncio.subprocess.Process, stdout: _PipeReader,
+                            stderr: _PipeReader, limit: float, notes: list[str]) -> bool:
+    """Wait up to ``limit`` s, then stop the process group and read the pipes to their end
+    (a short grace for a detached process holding them); True when it timed out. Cancelled,
+    it leaves nothing running."""
     timed_out = False
     try:
         try:
@@ -125,18 +144,24 @@ async def shell_exec(
     finally:
         stdout.close()
         stderr.close()
+    return timed_out
 
+
+def _result(command: str, shown_cwd: str, returncode: int | None, timed_out: bool,
+            started: float, limit: float, stdout: str, stderr: str,
+            notes: list[str]) -> dict[str, Any]:
+    """The tool's answer: ok, or TIMEOUT with the output so far."""
     result: dict[str, Any] = {
         "command": command,
         "cwd": shown_cwd,
-        "exit_code": process.returncode,
+        "exit_code": returncode,
         "timed_out": timed_out,
         "duration_s": round(time.monotonic() - started, 3),
-        "stdout": stdout.text.text(),
-        "stderr": stderr.text.text(),
+        "stdout": stdout,
+        "stderr": stderr,
     }
-    if process.returncode is not None and process.returncode < 0:
-        number = -process.returncode
+    if returncode is not None and returncode < 0:
+        number = -returncode
         result["signal"] = (
             signal.Signals(number).name if number in signal.valid_signals() else str(number)
         )
