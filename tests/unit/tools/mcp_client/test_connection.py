@@ -132,3 +132,26 @@ async def test_a_streamable_http_server_with_headers_from_the_environment(
         url="http://127.0.0.1:1/mcp", headers_env={"Authorization": "UNSET_VARIABLE_X"}), None)
     with pytest.raises(McpServerError, match="UNSET_VARIABLE_X is not set"):
         await missing.start()
+
+
+async def test_without_a_sandbox_a_sandboxed_server_does_not_start_and_says_how_to_fix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTLS_SANDBOX_UNAVAILABLE", "the test says so")
+    conn = connection(tmp_path)
+    with pytest.raises(McpServerError, match=r"must run in the sandbox and no sandbox can run "
+                       r"here \(disabled by AGENTLS_SANDBOX_UNAVAILABLE.*sandbox = false"):
+        await conn.start()
+
+
+async def test_unsandboxed_the_environment_is_still_cleared(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-planted-key-for-the-env-test-0123")
+    monkeypatch.setenv("SOME_OTHER_VARIABLE", "present")
+    conn = connection(tmp_path, sandbox=False)
+    try:
+        env = await conn.call("env", {"variable": "OPENAI_API_KEY"})
+        other = await conn.call("env", {"variable": "SOME_OTHER_VARIABLE"})
+        assert conn.note.startswith("not sandboxed (sandbox = false)")
+        assert env.content[0].text == "<unset>" and other.content[0].text == "<unset>"
+    finally:
+        await conn.aclose()
