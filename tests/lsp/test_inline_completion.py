@@ -220,3 +220,27 @@ async def test_thirty_keystrokes_a_second_for_ten_seconds(
     assert results[-1] == ["total + 1"]
     assert model.most_in_flight() == 1
     assert len(completions(model)) < 300  # superseded within the debounce: no model call
+
+
+async def test_switched_off_by_a_configuration_change(
+        bare_client: AgentClient, project: Path, model: ReplayServer) -> None:
+    model.load({"steps": [{"times": "*", "reply": {"text": "value"}}]})
+    statuses = StatusClient(bare_client)
+    options = completion_options(model)
+    await initialize(bare_client, client_capabilities("visual-studio-code"), project, options)
+    uri = open_doc(bare_client, project / "src" / "calc.py", "x = \n")
+    assert await ask(bare_client, uri, 0, 4) == ["value"]
+    # what the editors' toggles do: completion.enabled = false, pushed
+    bare_client.set_configuration({**options, "completion": {**options["completion"],
+                                                             "enabled": False}},
+                                  section="agentls")
+    bare_client.workspace_did_change_configuration(
+        lsp.DidChangeConfigurationParams(settings=None))
+    for _ in range(200):
+        if statuses.seen and statuses.seen[-1]["status"] == "off":
+            break
+        await asyncio.sleep(0.05)
+    assert [s["status"] for s in statuses.seen] == ["idle", "off"]
+    asked = len(completions(model))
+    assert await ask(bare_client, uri, 0, 3) == []
+    assert len(completions(model)) == asked

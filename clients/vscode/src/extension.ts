@@ -10,6 +10,7 @@ import { Chat, messageOf, recordTiming } from "./chat";
 import { ChatPanel } from "./panel";
 import { RESTART_KEYS } from "./pure/config";
 import { MAX_RESTARTS, onServerStop, startMayBeRetried } from "./pure/restarts";
+import { CompletionStatusItem } from "./completion";
 import { createClient, serverCommand, serverConfig } from "./server";
 import { StatusItem } from "./status";
 
@@ -30,7 +31,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     else if (m.type === "firstText") chat.firstTextShown(m.turn);
   });
   const chat: Chat = new Chat(context.workspaceState, panel, status, () => client);
-  context.subscriptions.push(output, status,
+  const completion = new CompletionStatusItem();
+  context.subscriptions.push(output, status, completion,
     vscode.window.registerWebviewViewProvider(ChatPanel.viewId, panel,
                                               { webviewOptions: { retainContextWhenHidden: true } }));
 
@@ -48,6 +50,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       next = createClient(command, apiKey, output,
                           () => status.set("error", "the server stopped; see AgentLS: Show Log"));
       next.onNotification("agentls/chatEvent", (event) => chat.onEvent(event));
+      completion.attach(next);
       // A server that ends during start-up can leave start() resolved with the client not
       // running (vscode-languageclient), or rejected with -32097: both may be tried again.
       let failure: unknown;
@@ -132,6 +135,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     await panel.reveal();
     await sending;
   });
+  register("agentls.ui.toggleCompletion", () => completion.toggle());
   register("agentls.ui.cancel", async () => {
     if (!(await chat.cancel())) void vscode.window.showInformationMessage("AgentLS: nothing is running.");
   });

@@ -7,6 +7,7 @@ import {
   CloseAction, ErrorAction, type ErrorHandler, LanguageClient, type LanguageClientOptions,
   type ServerOptions, State,
 } from "vscode-languageclient/node";
+import { provideInlineCompletionItems } from "./completion";
 import { readSettings, serverEnv, toServerConfig } from "./pure/config";
 import { MAX_RESTARTS, onServerStop } from "./pure/restarts";
 
@@ -116,6 +117,7 @@ export function createClient(command: ServerCommand, apiKey: string | undefined,
     initializationFailedHandler: () => false,
     errorHandler: restartPolicy(output, () => ran, gaveUp),
     middleware: {
+      provideInlineCompletionItems, // completion.ts: nothing is asked while toggled off
       workspace: {
         configuration: async (params, token, next) => {
           const values = await next(params, token);

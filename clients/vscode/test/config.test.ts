@@ -40,7 +40,16 @@ test("readSettings asks for every key package.json declares", () => {
   const asked: string[] = [];
   readSettings((key, fallback) => { asked.push(key); return fallback; });
   assert.deepEqual(asked.sort(), ["actions", "backend", "baseUrl", "cache.enabled",
-                                  "chat.requestsPerMinute", "model", "permissions.tools"]);
+                                  "chat.requestsPerMinute", "completion.enabled", "completion.model",
+                                  "model", "permissions.tools"]);
+});
+
+test("completions: the model when set, enabled only when toggled off (else the server's default)", () => {
+  assert.equal(toServerConfig(defaults, false).completion, undefined);
+  assert.deepEqual(toServerConfig({ ...defaults, completionModel: " qwen2.5-coder:1.5b " }, false)
+    .completion, { model: "qwen2.5-coder:1.5b" });
+  assert.deepEqual(toServerConfig({ ...defaults, completionModel: "m", completionEnabled: false },
+                                  false).completion, { model: "m", enabled: false });
 });
 
 test("the key goes only into the environment, and a stale one is removed", () => {

@@ -10,7 +10,7 @@ local ns = vim.api.nvim_create_namespace("agentls_completion")
 local METHOD = "textDocument/inlineCompletion"
 local state = {
   enabled = true, -- :AgentCompletionToggle (this Neovim only; the server has completion.enabled)
-  status = "off", -- the server's agentls/completionStatus
+  status = nil, -- the server's agentls/completionStatus (nil until it says)
   message = "",
   shown = nil, -- { bufnr, row, col, text, extmark }
   pending = nil, -- { client, id }
@@ -27,7 +27,7 @@ function M.status()
   if not state.enabled then
     return "disabled"
   end
-  return state.status
+  return state.status or "off"
 end
 
 --- The ghost text shown now (nil when none): for tests and statuslines.
@@ -108,8 +108,8 @@ function M.request(automatic)
   local bufnr = vim.api.nvim_get_current_buf()
   local agentls = require("agentls")
   local client = agentls.client(bufnr)
-  if not state.enabled or not client or vim.fn.mode() ~= "i" then
-    return
+  if not state.enabled or not client or vim.fn.mode() ~= "i" or state.status == "off" then
+    return -- "off": the server has no completion model, so it would answer nothing
   end
   cancel_pending()
   state.tick = state.tick + 1

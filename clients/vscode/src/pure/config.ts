@@ -25,6 +25,8 @@ export interface ExtensionSettings {
   cacheEnabled: boolean;
   actions: UserAction[];
   chatRequestsPerMinute: number;
+  completionEnabled: boolean;
+  completionModel: string;
 }
 
 export type Get = <T>(key: string, fallback: T) => T;
@@ -39,6 +41,8 @@ export function readSettings(get: Get): ExtensionSettings {
     cacheEnabled: get("cache.enabled", true),
     actions: get("actions", []),
     chatRequestsPerMinute: get("chat.requestsPerMinute", 10),
+    completionEnabled: get("completion.enabled", true),
+    completionModel: get("completion.model", ""),
   };
 }
 
@@ -65,6 +69,11 @@ export function toServerConfig(s: ExtensionSettings, hasApiKey: boolean): Record
     config.permissions = { tools: { ...s.permissionsTools } };
   }
   if (s.actions.length > 0) config.actions = s.actions.map((a) => ({ ...a }));
+  // Completions: on when a model is set (the server's default), off when toggled off.
+  const completion: Record<string, unknown> = {};
+  if (s.completionModel.trim()) completion.model = s.completionModel.trim();
+  if (!s.completionEnabled) completion.enabled = false;
+  if (Object.keys(completion).length > 0) config.completion = completion;
   return config;
 }
 
