@@ -48,6 +48,15 @@ class ServerTool:
 
 
 @dataclass
+class ServerResource:
+    """A resource as the server listed it (``resources/list``, first page)."""
+
+    uri: str
+    name: str
+    description: str
+
+
+@dataclass
 class Refusals:
     """Requests from the server the client turned down, for the person (``agentls mcp``)."""
 
@@ -67,6 +76,7 @@ class McpConnection:
         self.state: State = "stopped"
         self.error: str | None = None
         self.tools: list[ServerTool] = []
+        self.resources: list[ServerResource] = []
         self.note = "remote (streamable HTTP)" if launch is None else ""
         self.restarts = 0
         self.refusals = Refusals()
@@ -143,6 +153,7 @@ class McpConnection:
                 ))
                 await session.initialize()
                 self.tools = await _list_tools(session)
+                self.resources = await _list_resources(session)
                 self._session = session
                 if not ready.done():
                     ready.set_result(None)
@@ -206,13 +217,20 @@ class McpConnection:
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """The server's ``CallToolResult``; ``McpServerError`` when the server failed."""
+        return await self._request(tool, lambda session: session.call_tool(tool, arguments))
+
+    async def read(self, uri: str) -> Any:
+        """The server's ``ReadResourceResult`` for ``uri``."""
+        return await self._request(f"reading {uri}", lambda session: session.read_resource(uri))
+
+    async def _request(self, tool: str, send: Callable[[Any], Any]) -> Any:
         await self.start()
         session = self._session
         if session is None:
             raise McpServerError(f"MCP server {self.name!r} is not running")
         try:
             async with asyncio.timeout(self.config.timeout_s):
-                return await session.call_tool(tool, arguments)
+                return await send(session)
         except TimeoutError:
             raise McpServerError(
                 f"{tool} on MCP server {self.name!r} did not answer within "
@@ -326,6 +344,19 @@ def http_headers(name: str, config: McpServerConfig) -> dict[str, str]:
         add_secrets([value])
         headers[header] = value
     return headers
+
+
+async def _list_resources(session: Any) -> list[ServerResource]:
+    capabilities = session.server_capabilities
+    if capabilities is None or capabilities.resources is None:
+        return []
+    try:
+        page = await session.list_resources()
+    except Exception as exc:  # a server that says it has resources and fails to list them
+        log.info("MCP resources/list failed: %s", _describe(exc))
+        return []
+    return [ServerResource(str(r.uri), r.name or "", r.description or "")
+            for r in page.resources[:50]]
 
 
 @contextlib.asynccontextmanager

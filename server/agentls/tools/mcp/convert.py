@@ -160,6 +160,15 @@ def result_to_dict(result: Any, ws: Workspace, limit: int) -> dict[str, Any]:
     return out
 
 
+def resource_result(read: Any) -> Any:
+    """A ``ReadResourceResult`` in the shape of a tool result (embedded resources), so it is
+    fenced, capped and redacted the same way."""
+    from types import SimpleNamespace
+
+    blocks = [SimpleNamespace(type="resource", resource=c) for c in read.contents or []]
+    return SimpleNamespace(content=blocks, is_error=False, structured_content=None)
+
+
 def _fenced(uri: str, ws: Workspace, withheld: list[str]) -> bool:
     """Whether a URI may reach the model: anything but a file outside the fence."""
     if not uri.startswith("file:"):

@@ -240,6 +240,8 @@ class McpHub:
                 tools.append(McpTool(name, key[1], server_tool.name, description, schema,
                                      permission, conn, words(f"{server_tool.name} "
                                                               f"{server_tool.description}")))
+            if conn.resources:
+                tools.append(_resource_tool(key[1], config, conn, taken))
             self._left_out[key] = left_out
             if left_out:
                 notes.append(f"MCP server {key[1]!r}: {len(left_out)} tool(s) left out, their "
@@ -286,10 +288,36 @@ def _usable(config: McpServerConfig) -> str | None:
     return None
 
 
+def _resource_tool(server: str, config: McpServerConfig, conn: McpConnection,
+                   taken: set[str]) -> McpTool:
+    """``mcp__NAME__read_resource``: the server's resources, read by URI (the first 20 are
+    named in its description)."""
+    shown = "; ".join(f"{r.uri}" + (f" ({r.name})" if r.name and r.name != r.uri else "")
+                      for r in conn.resources[:20])
+    more = f" and {len(conn.resources) - 20} more" if len(conn.resources) > 20 else ""
+    description = convert.description(server, "read_resource", f"Read one of this server's "
+                                      f"resources by URI: {shown}{more}.")
+    schema = {"type": "object", "properties": {"uri": {
+        "type": "string", "description": "The resource's URI, as listed."}},
+        "required": ["uri"]}
+    name = convert.tool_name(server, "read_resource", taken)
+    permission = config.tools.get("read_resource", config.permission)
+    return McpTool(name, server, "read_resource", description, schema, permission, conn,
+                   words(f"read resource {shown}"), kind="resource")
+
+
 async def call(tool: McpTool, arguments: dict[str, Any], ws: Workspace) -> dict[str, Any]:
     """One MCP tool call, as a tool result the model reads."""
     try:
-        result = await tool.connection.call(tool.tool, arguments)
+        if tool.kind == "resource":
+            uri = arguments.get("uri")
+            if not isinstance(uri, str) or not uri:
+                return fail("INVALID_ARGUMENTS", f"{tool.name} needs `uri`, one of the "
+                            "resources its description lists.")
+            read = await tool.connection.read(uri)
+            result: Any = convert.resource_result(read)
+        else:
+            result = await tool.connection.call(tool.tool, arguments)
     except McpServerError as exc:
         return fail("MCP_SERVER_ERROR", str(exc))
     try:

@@ -32,6 +32,7 @@ class McpTool:
     permission: Permission
     connection: McpConnection
     words: Counter[str] = field(default_factory=Counter)
+    kind: str = "tool"  # "resource": reads one of the server's resources (its `uri` argument)
 _STOP = frozenset({"a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for",
     "from", "get", "give", "has", "have", "how", "i", "in", "is", "it", "its", "me", "my", "of",
     "on", "or", "please", "set", "show", "tell", "that", "the", "them", "then", "there", "this",

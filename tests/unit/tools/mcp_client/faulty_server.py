@@ -145,6 +145,16 @@ if MODE == "bad-schema":
     tool = server._tool_manager._tools["broken"]
     tool.parameters = {"type": "object", "properties": {"value": {"type": "strnig"}}}
 
+@server.resource("notes://team/readme", name="team readme", description="Team notes.")
+def team_readme() -> str:
+    return "Deploys happen on Tuesdays."
+
+
+@server.resource("file:///etc/hostname", name="hostname")
+def hostname() -> str:
+    return "a file outside the workspace"
+
+
 @server.tool(description="The value of an HTTP header of this request, or '<none>'.")
 def header(name: str, ctx: Context) -> str:
     return (ctx.headers or {}).get(name.lower(), "<none>")

@@ -134,3 +134,25 @@ async def test_start_session_starts_only_those_servers_and_runs_reuse_them(
                                                            "late": "running"}
     finally:
         await hub.aclose()
+
+
+async def test_resources_are_read_through_one_tool_and_fenced(tmp_path: Path) -> None:
+    hub = McpHub(McpConfig(servers={"notes": server(permission="allow")}))
+    ws = Workspace([tmp_path])
+    try:
+        run = await hub.run_tools(ws, "")
+        [reader] = [t for t in run.tools if t.kind == "resource"]
+        assert reader.name == "mcp__notes__read_resource"
+        assert "notes://team/readme (team readme)" in reader.description
+        policy = PermissionPolicy()
+        policy = policy.model_copy(update={"tools": {**policy.tools, **run.permissions}})
+        box = ToolBox(ToolContext(ws, policy=policy), tool_defs(run, ToolDef))
+        read = await box.call(reader.name, {"uri": "notes://team/readme"})
+        assert read.result["ok"] and "Deploys happen on Tuesdays." in read.result["content"]
+        outside = await box.call(reader.name, {"uri": "file:///etc/hostname"})
+        assert "a file outside" not in outside.result["content"]
+        assert outside.result["withheld"][0].startswith("file:///etc/hostname")
+        missing = await box.call(reader.name, {})
+        assert missing.result["error"] == "INVALID_ARGUMENTS"
+    finally:
+        await hub.aclose()
