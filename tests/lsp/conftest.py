@@ -45,6 +45,9 @@ class AgentClient(LanguageClient):
         self.before_answer: Callable[[], None] | None = None  # runs before a prompt's answer
         self.open_texts: dict[str, tuple[int, str]] = {}  # uri -> (version, text)
         self.apply_to_documents = True  # an applied edit changes the open documents
+        # Neovim's stale skip: the person typed while the edit was on its way (the documents'
+        # versions move on before the answer), so the edit is skipped, yet answered applied.
+        self.moved_before_answer = False
         self.apply_gate: asyncio.Event | None = None  # set: applyEdit is answered once it is
         self._waiters: list[tuple[Callable[[Event], bool], asyncio.Future[Event]]] = []
 
@@ -94,6 +97,8 @@ def make_client() -> AgentClient:
         ls.edits.append(params)
         if ls.apply_gate is not None:  # a person still looking at the refactor preview
             await ls.apply_gate.wait()
+        if ls.moved_before_answer:
+            touch_open_documents(ls, params.edit)
         if ls.apply_result.applied and ls.apply_to_documents:
             apply_to_open_documents(ls, params.edit)
         return ls.apply_result
@@ -199,6 +204,18 @@ def apply_to_open_documents(client: AgentClient, edit: lsp.WorkspaceEdit) -> Non
         client.text_document_did_change(lsp.DidChangeTextDocumentParams(
             text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version + 1),
             content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)]))
+
+
+def touch_open_documents(client: AgentClient, edit: lsp.WorkspaceEdit) -> None:
+    """The edit's open documents move on to a new version (same text): a keystroke undone."""
+    for entry in edit.document_changes or ():
+        if isinstance(entry, lsp.TextDocumentEdit) and entry.text_document.uri in client.open_texts:
+            uri = entry.text_document.uri
+            version, text = client.open_texts[uri]
+            client.open_texts[uri] = (version + 1, text)
+            client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+                text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version + 1),
+                content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)]))
 
 
 def open_document(client: AgentClient, path: Path, text: str, version: int = 1) -> str:

@@ -349,6 +349,7 @@ async def test_an_applied_answer_for_a_stale_document_is_not_believed(
         {"match": {"user": "again"}, "reply": {"text": "I will read it again."}},
     ]})
     client.apply_to_documents = False  # answers applied, changes nothing: a skipped edit
+    client.moved_before_answer = True  # because the document had moved on (the person typed)
     client.answer = lambda params: "Dismiss"
     first = await client.chat("fix add")
 
@@ -373,10 +374,12 @@ async def test_a_skipped_edit_can_be_retried_on_the_current_text(
         {"match": {"tool_results": True}, "times": 2, "reply": {"text": "Fixed."}},
     ]})
     client.apply_to_documents = False
+    client.moved_before_answer = True
     retried = asyncio.get_running_loop().create_future()
 
     def answer(params: lsp.ShowMessageRequestParams) -> str:
         client.apply_to_documents = True
+        client.moved_before_answer = False
         retried.set_result(True)
         return (params.actions or [])[0].title
 

@@ -23,6 +23,7 @@ out, the editor's answer is awaited and recorded even if the request goes away.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +72,9 @@ class Outgoing:
 
 
 # --- checks and the edit ---------------------------------------------------------------------
+
+
+log = logging.getLogger(__name__)
 
 
 def label_for(files: int) -> str:
@@ -191,6 +195,13 @@ async def check_answer(ls: ServerContext, applied: bool, reason: str | None,
     document had moved on, so the edit was (or had to be) skipped."""
     if applied:
         missing = await not_landed(ls, sent)
+        # No didChange at all since the edit (eglot sends its changes only once the command
+        # request it is answering has returned): the answer is trusted, and checked when the
+        # document's change arrives (DESIGN.md 13), never reported "not applied" before.
+        unheard = [s for s in sent if s.path in missing and not moved_on(ls, [s])]
+        if unheard:
+            ls.spawn(_check_later(ls, unheard, names))
+            missing = [p for p in missing if p not in {s.path for s in unheard}]
         if not missing:
             return True, reason, False
         return False, (f"the editor answered applied, but {names(missing)} does not hold the "
@@ -200,6 +211,28 @@ async def check_answer(ls: ServerContext, applied: bool, reason: str | None,
     if stale and not reason:
         reason = f"{names(stale)} changed in the editor while the edit was on its way"
     return False, reason, bool(stale)
+
+
+LATE_CHECK_S = 60.0  # how long an applied edit's didChange is waited for, in the background
+
+
+async def _check_later(ls: ServerContext, sent: Sequence[SentDocument],
+                       names: Callable[[Iterable[Path]], str]) -> None:
+    """An applied edit whose documents had not changed yet: once they do, they must hold it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + LATE_CHECK_S
+    waiting = list(sent)
+    while waiting and loop.time() < deadline:
+        await asyncio.sleep(0.05)
+        arrived = [s for s in waiting if moved_on(ls, [s])]
+        wrong = [s.path for s in arrived if not _holds(ls, s)]
+        if wrong:
+            message = (f"AgentLS: the editor answered that its edit was applied, but "
+                       f"{names(wrong)} does not hold the change; check the file.")
+            log.warning(message)
+            ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning,
+                                                         message=message))
+        waiting = [s for s in waiting if s not in arrived]
 
 
 def stale_note(shown: str, reason: str | None) -> str:

@@ -1,0 +1,85 @@
+"""An LSP editor without AgentLS's plugin, behaving like Emacs + eglot (its recorded
+capabilities: no code action resolve, so actions run as the agentls.runAction command):
+eglot applies a workspace/applyEdit at once and answers ``applied: true``, but sends the
+document's didChange only from an idle timer, which cannot fire while it waits for its own
+command request. The real server and the scripted model (not a real model)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as lsp
+from pytest_lsp import client_capabilities
+
+from agentls.devtools.replay import ReplayServer
+from tests.lsp.conftest import AgentClient, apply_to_open_documents, initialize, options_for
+from tests.lsp.test_code_actions import (
+    FIX_CALL,
+    FIXED,
+    WRONG_OPERATOR,
+    execute,
+    list_actions,
+    open_calc,
+    rng,
+)
+
+EGLOT_TIMEOUT_S = 10.0  # jsonrpc-request's default timeout in eglot
+
+
+async def test_eglot_applies_and_is_not_told_not_applied(
+        bare_client: AgentClient, project: Path, model: ReplayServer) -> None:
+    await initialize(bare_client, client_capabilities("emacs"), project, options_for(model))
+    model.load({"steps": [
+        {"match": {"tool_results": False}, "reply": {"tool_calls": [FIX_CALL]}},
+        {"match": {"tool_results": True}, "reply": {"text": "add() now adds."}},
+    ]})
+    bare_client.apply_to_documents = False  # applied in the buffer; didChange comes later
+    uri = open_calc(bare_client, project, version=1)
+    (fix, *_) = await list_actions(bare_client, uri, rng(1, 12, 1, 12), [WRONG_OPERATOR])
+    assert fix.command is not None and fix.command.command == "agentls.runAction"
+
+    result: dict[str, Any] = await asyncio.wait_for(execute(bare_client, fix.command),
+                                                    EGLOT_TIMEOUT_S)
+    # Only now can eglot's change timer send what the edit did to the buffer.
+    (params,) = bare_client.edits
+    bare_client.apply_to_documents = True
+    apply_to_open_documents(bare_client, params.edit)
+    await asyncio.sleep(1.0)  # time for a wrong "not applied" to be asked, if it were
+
+    assert result["applied"] is True
+    assert bare_client.open_texts[uri][1] == FIXED
+    assert not [p for p in bare_client.prompts if "not applied" in p.message], [
+        p.message for p in bare_client.prompts]
+    history = await bare_client.send("agentls/history", {"sessionId": result["sessionId"]})
+    records = [m["metadata"] for m in history["messages"] if "applied" in m.get("metadata", {})]
+    assert records and records[-1]["applied"] is True
+
+
+async def test_a_late_didchange_that_does_not_hold_the_edit_is_reported(
+        bare_client: AgentClient, project: Path, model: ReplayServer) -> None:
+    await initialize(bare_client, client_capabilities("emacs"), project, options_for(model))
+    model.load({"steps": [
+        {"match": {"tool_results": False}, "reply": {"tool_calls": [FIX_CALL]}},
+        {"match": {"tool_results": True}, "reply": {"text": "add() now adds."}},
+    ]})
+    bare_client.apply_to_documents = False
+    uri = open_calc(bare_client, project, version=1)
+    (fix, *_) = await list_actions(bare_client, uri, rng(1, 12, 1, 12), [WRONG_OPERATOR])
+    await asyncio.wait_for(execute(bare_client, fix.command), EGLOT_TIMEOUT_S)
+
+    # The editor said applied, then its buffer turns out to hold something else.
+    version, text = bare_client.open_texts[uri]
+    bare_client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version + 1),
+        content_changes=[lsp.TextDocumentContentChangeWholeDocument(text="# other\n" + text)]))
+
+    def shown() -> list[str]:
+        return [m.message for m in bare_client.messages]
+
+    for _ in range(100):
+        if any("does not hold the change" in m for m in shown()):
+            break
+        await asyncio.sleep(0.05)
+    assert any("src/calc.py does not hold the change" in m for m in shown()), shown()
