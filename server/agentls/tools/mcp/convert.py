@@ -4,7 +4,8 @@
   outside ``[A-Za-z0-9_-]``) become ``_``, names over 64 characters are cut and end with a
   short hash, and two tools that would end with the same name are told apart by a suffix.
 - Schemas: trimmed to what the model needs (titles, ``$schema``, ``$id``, examples and
-  ``$comment`` dropped, ``$ref`` inlined, descriptions cut to 300 characters), checked as
+  ``$comment`` dropped, ``$ref`` inlined, descriptions cut to 300 characters, an array
+  without ``items`` given ``items: {}``, which OpenAI requires), checked as
   JSON Schema; a tool whose schema is not valid, or not an object schema, is left out and
   named in ``agentls mcp`` (a model API would refuse the whole request for it).
 - Results: text as is; images and audio as a line naming their type and size (chat-completions
@@ -77,6 +78,10 @@ def trim_schema(schema: Any) -> dict[str, Any]:
                     out[key] = {name: clean(sub, depth + 1) for name, sub in value.items()}
                 else:
                     out[key] = clean(value, depth + 1)
+            kind = out.get("type")
+            if (kind == "array" or (isinstance(kind, list) and "array" in kind)) and \
+                    "items" not in out:
+                out["items"] = {}  # OpenAI refuses an array schema without items
             return out
         if isinstance(node, list):
             return [clean(item, depth + 1) for item in node]

@@ -41,6 +41,15 @@ def test_schema_is_trimmed_and_refs_inlined() -> None:
         "title": {"type": "string", "description": "d" * 299 + "…"}}}
 
 
+def test_an_array_without_items_gets_items_openai_requires_them() -> None:
+    trimmed = convert.trim_schema({"type": "object", "properties": {
+        "tags": {"type": "array"}, "maybe": {"type": ["array", "null"]},
+        "typed": {"type": "array", "items": {"type": "string"}}}})
+    assert trimmed["properties"] == {"tags": {"type": "array", "items": {}},
+                                     "maybe": {"type": ["array", "null"], "items": {}},
+                                     "typed": {"type": "array", "items": {"type": "string"}}}
+
+
 @pytest.mark.parametrize(("schema", "problem"), [
     ({"type": "object", "properties": {"v": {"type": "strnig"}}}, "not valid JSON Schema"),
     ({"type": "array"}, "not 'object'"),
