@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from agentls.engine.sessions import SessionStore
     from agentls.lsp.context import ServerContext
 
+log = logging.getLogger(__name__)
+
 class Reporter(Protocol):
     """Where delivery tells the person what became of the change: the chat's events."""
 
@@ -72,9 +74,6 @@ class Outgoing:
 
 
 # --- checks and the edit ---------------------------------------------------------------------
-
-
-log = logging.getLogger(__name__)
 
 
 def label_for(files: int) -> str:
