@@ -144,6 +144,19 @@ def test_unreadable_body_with_a_long_content_length_is_32700_with_id_null(
     assert client.wait_response(64, timeout=5)["error"]["code"] == -32601
 
 
+def test_an_unreadable_body_waiting_for_bytes_that_never_come_does_not_swallow_the_next(
+        client: RawClient) -> None:
+    broken = b'{"jsonrpc": "2.0", "id": 65, "method": "agentls/nope", "par'
+    second = json.dumps({"jsonrpc": "2.0", "id": 66, "method": "agentls/nope"}).encode()
+    # The declared length runs far past the next message, which comes whole after it.
+    client.write(b"Content-Length: %d\r\n\r\n" % (len(broken) + 5_000) + broken
+                 + b"Content-Length: %d\r\n\r\n" % len(second) + second)
+    answer = client.wait_response(None, timeout=10)
+    assert answer["error"]["code"] == -32700 and answer["id"] is None
+    assert client.wait_response(66, timeout=10)["error"]["code"] == -32601
+    assert "result" in probe(client)
+
+
 def test_garbage_between_messages_is_skipped(client: RawClient) -> None:
     client.write(b"hello there\r\nX-Junk\r\n\r\n")
     client.write(b"Content-Length: 99999999999999\r\n\r\n")

@@ -128,16 +128,26 @@ class FrameReader:
 
     def _read_body(self, length: int) -> bytes:
         scan = 0
+        headers: list[int] = []  # headers inside the declared body after an unreadable start
         while True:
             window = min(len(self._buf), length)
             header = _LENGTH.search(self._buf, scan, window)
             if header is not None and _json_end(self._buf[:header.start()]) is not None:
                 return self._short_body(length, header.start(), "the next header began")
+            if header is not None:
+                headers.append(header.start())
             scan = max(0, window - 24)
             if len(self._buf) >= length or self._eof:
                 break
-            if not self._fill(self._idle_s) and _json_end(self._buf) is not None:
-                return self._short_body(length, len(self._buf), "nothing more arrived")
+            if not self._fill(self._idle_s):
+                if _json_end(self._buf) is not None:
+                    return self._short_body(length, len(self._buf), "nothing more arrived")
+                # An unreadable body whose declared length waits for bytes that do not come,
+                # while a whole well-formed message follows it: that message is not swallowed.
+                framed = next((at for at in headers if self._whole_frame_at(at)), None)
+                if framed is not None:
+                    return self._short_body(length, framed,
+                                            "a whole message followed and nothing more came")
         if len(self._buf) < length:
             log.error("the stream ended %d bytes into a %d-byte message",
                       len(self._buf), length)
@@ -148,6 +158,17 @@ class FrameReader:
         body = bytes(self._buf[:length])
         del self._buf[:length]
         return body
+
+    def _whole_frame_at(self, at: int) -> bool:
+        """A complete message starts at ``at``: its header, a blank line, and exactly one
+        JSON value of the length it declares."""
+        match = _LENGTH.match(self._buf, at)
+        blank = self._buf.find(b"\r\n\r\n", at)
+        if match is None or blank < 0:
+            return False
+        start = blank + 4
+        end = start + int(match.group(1))
+        return end <= len(self._buf) and _json_end(self._buf[start:end]) is not None
 
     def _header_inside(self, length: int) -> int | None:
         """Where a ``Content-Length`` header begins inside a body that cannot be JSON (a
