@@ -42,8 +42,7 @@ from agentls.lsp.action_prompts import (
     action_tools,
 )
 from agentls.lsp.protocol import ParamsError, plain
-from agentls.lsp.runs import TurnRefused
-from agentls.lsp.turn import Turn, TurnRequest
+from agentls.lsp.turn import Turn, TurnRefused, TurnRequest
 from agentls.tools.changeset import ChangeSet
 
 if TYPE_CHECKING:

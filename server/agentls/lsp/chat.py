@@ -18,15 +18,12 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pygls.exceptions import JsonRpcInvalidParams
-
 from agentls.lsp import documents, protocol
 from agentls.lsp.commands import register_command
 from agentls.lsp.context import ServerContext
-from agentls.lsp.handlers import logged, refused_error
+from agentls.lsp.handlers import request
 from agentls.lsp.protocol import ChatContext, ChatParams, ChatResult, ParamsError
-from agentls.lsp.runs import TurnRefused
-from agentls.lsp.turn import TurnRequest
+from agentls.lsp.turn import TurnRefused, TurnRequest
 
 if TYPE_CHECKING:
     from agentls.engine.context import Attachments
@@ -130,24 +127,21 @@ async def resolve_references(ls: ServerContext, host: EngineHost, base: Attachme
 
 async def run_chat(ls: ServerContext, params: ChatParams) -> ChatResult:
     """One chat turn, for ``agentls/chat`` and the ``agentls.chat`` command."""
-    try:
-        host = await ls.engine()  # loads the engine (in a thread) before the context is built
-        session_id = params.session_id
-        if params.model is not None or params.mode is not None or params.backend is not None:
-            session_id = await _apply_options(ls, host, params)
-        attachments = attachments_for(ls, params.context)
-        chips: list[Any] = []
-        refused: list[Any] = []
-        if params.references:
-            resolved = await resolve_references(ls, host, attachments, params.references)
-            attachments = resolved.attachments or None
-            chips, refused = resolved.chips, resolved.refused
-        request = TurnRequest(params.prompt, session_id=session_id,
-                              attachments=attachments, chips=chips, refused=refused,
-                              work_done_token=params.work_done_token)
-        turn = await ls.run_agent(request)
-    except TurnRefused as exc:
-        raise refused_error(exc) from None
+    host = await ls.engine()  # loads the engine (in a thread) before the context is built
+    session_id = params.session_id
+    if params.model is not None or params.mode is not None or params.backend is not None:
+        session_id = await _apply_options(ls, host, params)
+    attachments = attachments_for(ls, params.context)
+    chips: list[Any] = []
+    refused: list[Any] = []
+    if params.references:
+        resolved = await resolve_references(ls, host, attachments, params.references)
+        attachments = resolved.attachments or None
+        chips, refused = resolved.chips, resolved.refused
+    request = TurnRequest(params.prompt, session_id=session_id,
+                          attachments=attachments, chips=chips, refused=refused,
+                          work_done_token=params.work_done_token)
+    turn = await ls.run_agent(request)
     return turn.chat_result()
 
 
@@ -211,101 +205,47 @@ def message_payload(stored: StoredMessage) -> protocol.HistoryMessagePayload:
     return out
 
 
-def _invalid(exc: ParamsError) -> JsonRpcInvalidParams:
-    return JsonRpcInvalidParams(str(exc))
-
-
-async def chat_command(ls: ServerContext, arguments: list[Any]) -> protocol.ChatResult:
-    try:
-        params = protocol.parse_chat_params(_single(arguments, protocol.CMD_CHAT))
-    except ParamsError as exc:
-        raise JsonRpcInvalidParams(str(exc)) from None
-    return await run_chat(ls, params)
-
-
-async def cancel_command(ls: ServerContext, arguments: list[Any]) -> dict[str, bool]:
-    try:
-        run_id = protocol.parse_run_id(arguments)
-    except ParamsError as exc:
-        raise JsonRpcInvalidParams(str(exc)) from None
-    return {"cancelled": ls.cancel_run(run_id)}
-
-
 async def new_session_command(ls: ServerContext,
                               arguments: list[Any]) -> dict[str, str]:
     options = protocol.plain(arguments[0]) if arguments else {}
     title = options.get("title") if isinstance(options, dict) else None
     if title is not None and not isinstance(title, str):
-        raise JsonRpcInvalidParams(f"{protocol.CMD_NEW_SESSION} takes an optional "
-                                   '{"title": "..."}')
-    try:
-        host = await ls.engine()
-    except TurnRefused as exc:
-        raise refused_error(exc) from None
+        raise ParamsError(f"{protocol.CMD_NEW_SESSION} takes an optional " '{"title": "..."}')
+    host = await ls.engine()
     settings = host.agent.settings
     info = host.store.create_session(backend=settings.backend,
                                      model=settings.active_backend.model, title=title)
     return {"sessionId": info.id}
 
 
-def _single(arguments: list[Any], command: str) -> Any:
-    if len(arguments) != 1:
-        raise ParamsError(f"{command} takes one argument, the agentls/chat params "
-                          '(e.g. {"prompt": "..."}), not ' f"{len(arguments)}")
-    return arguments[0]
-
-
 def setup(server: ServerContext) -> None:
-    @server.feature(protocol.CHAT)
-    @logged
+    @request(server, protocol.CHAT, command=protocol.CMD_CHAT)
     async def chat(ls: ServerContext, params: Any) -> ChatResult:
-        try:
-            parsed = protocol.parse_chat_params(params)
-        except ParamsError as exc:
-            raise _invalid(exc) from None
-        return await run_chat(ls, parsed)
+        return await run_chat(ls, protocol.parse_chat_params(params))
 
-    @server.feature(protocol.CANCEL)
-    @logged
+    # agentls.cancel takes {runId} or the id itself as its argument.
+    @request(server, protocol.CANCEL, command=protocol.CMD_CANCEL, command_params=list)
     async def cancel(ls: ServerContext, params: Any) -> dict[str, bool]:
-        try:
-            run_id = protocol.parse_run_id(params)
-        except ParamsError as exc:
-            raise _invalid(exc) from None
-        return {"cancelled": ls.cancel_run(run_id)}
+        return {"cancelled": ls.cancel_run(protocol.parse_run_id(params))}
 
-    @server.feature(protocol.SESSIONS)
-    @logged
+    @request(server, protocol.SESSIONS)
     async def sessions(ls: ServerContext, params: Any) -> dict[str, Any]:
-        try:
-            limit = protocol.parse_limit(params)
-            host = await ls.engine()
-        except ParamsError as exc:
-            raise _invalid(exc) from None
-        except TurnRefused as exc:
-            raise refused_error(exc) from None
+        limit = protocol.parse_limit(params)
+        host = await ls.engine()
         return {"sessions": [session_payload(s) for s in host.store.list_sessions(limit)]}
 
-    @server.feature(protocol.HISTORY)
-    @logged
+    @request(server, protocol.HISTORY)
     async def history(ls: ServerContext, params: Any) -> dict[str, Any]:
-        try:
-            session_id = protocol.parse_session_id(params)
-            host = await ls.engine()
-        except ParamsError as exc:
-            raise _invalid(exc) from None
-        except TurnRefused as exc:
-            raise refused_error(exc) from None
+        session_id = protocol.parse_session_id(params)
+        host = await ls.engine()
         # Imported once the engine is: never on the event loop while the start-up thread
         # imports the same modules (two threads importing one package can deadlock).
         from agentls.engine.sessions import SessionNotFound
 
         if host.store.get_session(session_id) is None:
-            raise JsonRpcInvalidParams(str(SessionNotFound(session_id)))
+            raise ParamsError(str(SessionNotFound(session_id)))
         # A long session is megabytes of stored messages: read them off the event loop.
         stored = await asyncio.to_thread(host.store.history, session_id)
         return {"sessionId": session_id, "messages": [message_payload(m) for m in stored]}
 
-    register_command(server, protocol.CMD_CHAT, chat_command)
-    register_command(server, protocol.CMD_CANCEL, cancel_command)
     register_command(server, protocol.CMD_NEW_SESSION, new_session_command)

@@ -117,17 +117,12 @@ async def run_action_command(ls: ServerContext, feature: CodeActions,
                              arguments: list[Any]) -> dict[str, Any]:
     """``agentls.runAction``: run an action and apply its edit with workspace/applyEdit, or
     show its explanation; answers ``{title, text, edit, applied?, uri?, message?, ...}``."""
-    from pygls.exceptions import JsonRpcInvalidParams
-
     from agentls.lsp.action_runner import parse_action_data, run_action
     from agentls.lsp.protocol import ParamsError
 
-    try:
-        if len(arguments) != 1:
-            raise ParamsError(f"{RUN_ACTION_COMMAND} takes one argument, the action's data")
-        data = parse_action_data(arguments[0])
-    except ParamsError as exc:
-        raise JsonRpcInvalidParams(str(exc)) from None
+    if len(arguments) != 1:
+        raise ParamsError(f"{RUN_ACTION_COMMAND} takes one argument, the action's data")
+    data = parse_action_data(arguments[0])
     outcome = _unknown_problems(feature, data) or await run_action(
         ls, _recalled(feature, data), feature.lister.user_actions)
     _tell(ls, outcome)

@@ -17,24 +17,14 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from pygls.exceptions import JsonRpcInvalidParams
-
 from agentls.lsp import protocol
 from agentls.lsp.context import ServerContext
-from agentls.lsp.handlers import logged, refused_error
+from agentls.lsp.handlers import request
 from agentls.lsp.protocol import ParamsError
-from agentls.lsp.runs import TurnRefused
 
 if TYPE_CHECKING:
     from agentls.engine.host import EngineHost
     from agentls.engine.sessions import SessionInfo
-
-
-async def _host(ls: ServerContext) -> EngineHost:
-    try:
-        return await ls.engine()
-    except TurnRefused as exc:
-        raise refused_error(exc) from None
 
 
 def _session(host: EngineHost, session_id: str) -> SessionInfo:
@@ -42,7 +32,7 @@ def _session(host: EngineHost, session_id: str) -> SessionInfo:
 
     info = host.store.get_session(session_id)
     if info is None:
-        raise JsonRpcInvalidParams(str(SessionNotFound(session_id)))
+        raise ParamsError(str(SessionNotFound(session_id)))
     return info
 
 
@@ -63,7 +53,7 @@ async def models_request(ls: ServerContext, params: Any) -> dict[str, Any]:
 
     data = protocol.plain(params) or {}
     session_id = data.get("sessionId") if isinstance(data, dict) else None
-    host = await _host(ls)
+    host = await ls.engine()
     listing = await models.list_models(host.agent.settings)
     out: dict[str, Any] = {
         "backends": [protocol.camel_keys(b.to_dict()) for b in listing],
@@ -79,19 +69,16 @@ async def models_request(ls: ServerContext, params: Any) -> dict[str, Any]:
 async def set_model(ls: ServerContext, params: Any) -> dict[str, Any]:
     from agentls.engine import models
 
-    try:
-        session_id, model, backend = protocol.parse_session_option(params, protocol.SET_MODEL,
-                                                                   "model")
-    except ParamsError as exc:
-        raise JsonRpcInvalidParams(str(exc)) from None
-    host = await _host(ls)
+    session_id, model, backend = protocol.parse_session_option(params, protocol.SET_MODEL,
+                                                               "model")
+    host = await ls.engine()
     info = _session(host, session_id)
     backend = backend or info.backend
     listing = await models.list_models(host.agent.settings)
     try:
         entry = models.check_model(listing, backend, model)
     except models.UnknownModel as exc:
-        raise JsonRpcInvalidParams(str(exc)) from None
+        raise ParamsError(str(exc)) from None
     info = models.set_session_model(host.store, session_id, backend, model)
     said = f"model: {model} ({backend})"
     if entry.status not in ("available",):
@@ -102,27 +89,21 @@ async def set_model(ls: ServerContext, params: Any) -> dict[str, Any]:
 async def set_mode(ls: ServerContext, params: Any) -> dict[str, Any]:
     from agentls.engine import modes
 
-    try:
-        session_id, name, _ = protocol.parse_session_option(params, protocol.SET_MODE, "mode")
-    except ParamsError as exc:
-        raise JsonRpcInvalidParams(str(exc)) from None
-    host = await _host(ls)
+    session_id, name, _ = protocol.parse_session_option(params, protocol.SET_MODE, "mode")
+    host = await ls.engine()
     _session(host, session_id)
     try:
         mode = modes.set_session_mode(host.store, session_id, name)
     except modes.UnknownMode as exc:
-        raise JsonRpcInvalidParams(str(exc)) from None
+        raise ParamsError(str(exc)) from None
     return _options(host, _session(host, session_id), f"mode: {mode.id} ({mode.description})")
 
 
 async def turns(ls: ServerContext, params: Any) -> dict[str, Any]:
     from agentls.engine import display_history
 
-    try:
-        session_id, limit, before = protocol.parse_turns_params(params)
-    except ParamsError as exc:
-        raise JsonRpcInvalidParams(str(exc)) from None
-    host = await _host(ls)
+    session_id, limit, before = protocol.parse_turns_params(params)
+    host = await ls.engine()
     _session(host, session_id)
     found = await asyncio.to_thread(display_history.page, host.store, session_id, limit=limit,
                                     before=before)
@@ -132,11 +113,8 @@ async def turns(ls: ServerContext, params: Any) -> dict[str, Any]:
 async def mentions(ls: ServerContext, params: Any) -> dict[str, Any]:
     from agentls.engine.mentions import candidates
 
-    try:
-        query, kinds, limit = protocol.parse_mentions_params(params)
-    except ParamsError as exc:
-        raise JsonRpcInvalidParams(str(exc)) from None
-    host = await _host(ls)
+    query, kinds, limit = protocol.parse_mentions_params(params)
+    host = await ls.engine()
     workspace = ls.new_workspace()
     items = await asyncio.to_thread(candidates, query, kinds, limit, workspace,
                                     lambda: host.agent.search_hub.get(workspace))
@@ -147,4 +125,4 @@ def setup(server: ServerContext) -> None:
     for method, handler in ((protocol.MODELS, models_request), (protocol.SET_MODEL, set_model),
                             (protocol.SET_MODE, set_mode), (protocol.TURNS, turns),
                             (protocol.MENTIONS, mentions)):
-        server.feature(method)(logged(handler))
+        request(server, method)(handler)

@@ -18,14 +18,19 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException
 
 from agentls.lsp import documents
 from agentls.lsp.commands import register_command
 from agentls.lsp.context import ServerContext
-from agentls.lsp.handlers import refused_error
-from agentls.lsp.protocol import CMD_COMMIT_MESSAGE, CMD_PR_DESCRIPTION, REQUEST_FAILED, plain
-from agentls.lsp.runs import TurnRefused
+from agentls.lsp.protocol import (
+    CMD_COMMIT_MESSAGE,
+    CMD_PR_DESCRIPTION,
+    REQUEST_FAILED,
+    ParamsError,
+    plain,
+)
+from agentls.lsp.turn import TurnRefused
 
 if TYPE_CHECKING:
     from agentls.llm.messages import Message
@@ -40,7 +45,7 @@ def _options(arguments: list[Any], command: str, keys: tuple[str, ...]) -> dict[
     usage = ", ".join(f'"{k}": "..."' for k in keys)
     if not isinstance(options, dict) or set(options) - set(keys) or not all(
             isinstance(v, str) and v for v in options.values()):
-        raise JsonRpcInvalidParams(f"{command} takes no argument or {{{usage}}}")
+        raise ParamsError(f"{command} takes no argument or {{{usage}}}")
     return options
 
 
@@ -49,12 +54,11 @@ def _root(ls: ServerContext, options: dict[str, Any]) -> Path:
     if given is not None:
         path = documents.path_of(given) if given.startswith("file:") else Path(given)
         if path is None:
-            raise JsonRpcInvalidParams(f"'root' must be a file: URI, got {given!r}")
+            raise ParamsError(f"'root' must be a file: URI, got {given!r}")
         return path
     if ls.root is None:
-        raise JsonRpcException(message="AgentLS needs a workspace folder: open the "
-                               "repository's folder in the editor, then try again.",
-                               code=REQUEST_FAILED)
+        raise TurnRefused("AgentLS needs a workspace folder: open the repository's folder in "
+                          "the editor, then try again.")
     return ls.root
 
 
@@ -72,8 +76,6 @@ async def _guarded(what: str, work: Callable[[], Awaitable[T]]) -> T:
         hint = f" {exc.hint}" if exc.hint else ""
         raise JsonRpcException(message=f"AgentLS could not write {what}: {exc}.{hint}",
                                code=REQUEST_FAILED, data={"kind": exc.kind}) from None
-    except TurnRefused as exc:
-        raise refused_error(exc) from None
 
 
 async def _ask_model(ls: ServerContext, messages: list[Message]) -> str:

@@ -33,11 +33,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from agentls.engine.queue import SessionBusy, SessionQueue
 from agentls.lsp.protocol import (
     INVALID_PARAMS,
-    REQUEST_FAILED,
     ErrorPayload,
 )
 from agentls.lsp.rate_limit import ChatRateLimiter, RateLimitFull
-from agentls.lsp.turn import Turn, TurnRequest
+from agentls.lsp.turn import Turn, TurnRefused, TurnRequest
 
 if TYPE_CHECKING:
     from agentls.engine.host import EngineHost
@@ -52,17 +51,6 @@ log = logging.getLogger(__name__)
 # (lsp/server.py ``warm_up``; a test keeps this list whole).
 RUN_IMPORTS = ("agentls.lsp.frontend", "agentls.lsp.progress", "agentls.lsp.delivery",
                "agentls.lsp.retry_offer", "agentls.engine.session_lock")
-
-
-class TurnRefused(Exception):
-    """The request cannot run (no workspace, unknown session, queue full): an LSP error."""
-
-    def __init__(self, message: str, *, code: int = REQUEST_FAILED,
-                 data: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-        self.data = data
 
 
 @dataclass

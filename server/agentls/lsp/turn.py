@@ -10,12 +10,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentls.lsp.protocol import ChatResult, ErrorPayload, FileChangePayload
+from agentls.lsp.protocol import REQUEST_FAILED, ChatResult, ErrorPayload, FileChangePayload
 
 if TYPE_CHECKING:
     from agentls.engine.agent import RunResult
     from agentls.engine.context import Attachments
     from agentls.tools.workspace import Workspace
+
+
+class TurnRefused(Exception):
+    """The request cannot run (no workspace, unknown session, queue full): an LSP error
+    (lsp/handlers.py answers it)."""
+
+    def __init__(self, message: str, *, code: int = REQUEST_FAILED,
+                 data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.data = data
 
 
 @dataclass(frozen=True)
