@@ -25,8 +25,8 @@ from agentls.llm.fim_templates import ContextFile
 CHARS_PER_TOKEN = 3.5  # code averages a little under four characters a token
 PREFIX_SHARE, SUFFIX_SHARE = 0.55, 0.2  # of the budget; the rest is for other files
 SNIPPET_LINES = 40
-_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import\s+\(?([\w\s,]+)\)?|import\s+([\w.]+))",
-                     re.MULTILINE)
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+(?:\(([\w\s,]+)\)|([\w \t,]+))"
+                     r"|import[ \t]+([\w.]+))", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -186,8 +186,9 @@ def imported_definitions(prefix: str, module_file: Callable[[str], Path | None],
     the workspace, or fenced); ``read`` gives its text (None: unreadable, too big)."""
     found: list[ContextFile] = []
     for match in _IMPORT.finditer(prefix[:20_000]):
-        module = match.group(1) or match.group(3)
-        names = {n.strip() for n in (match.group(2) or "").split(",") if n.strip()}
+        module = match.group(1) or match.group(4)
+        listed = match.group(2) or match.group(3) or ""
+        names = {n.split(" as ")[0].strip() for n in listed.split(",") if n.strip()}
         path = module_file(module)
         text = read(path) if path is not None else None
         if not text:
