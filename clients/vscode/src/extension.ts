@@ -11,7 +11,7 @@ import { ChatPanel } from "./panel";
 import { RESTART_KEYS } from "./pure/config";
 import { MAX_RESTARTS, onServerStop, startMayBeRetried } from "./pure/restarts";
 import { CompletionStatusItem } from "./completion";
-import { createClient, serverCommand, serverConfig } from "./server";
+import { createClient, serverCommand, serverConfig, showMcpServers } from "./server";
 import { StatusItem } from "./status";
 
 const SECRET_KEY = "agentls.apiKey";
@@ -179,6 +179,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       vscode.window.showInformationMessage("AgentLS: commit message copied (no Git repository open)."));
   });
   register("agentls.ui.showLog", () => output.show(true));
+  register("agentls.ui.showMcpServers", () => showMcpServers(output));
   register("agentls.ui.setApiKey", async () => {
     const key = await vscode.window.showInputBox({
       title: "AgentLS: Set API Key", password: true, ignoreFocusOut: true,

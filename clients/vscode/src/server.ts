@@ -1,5 +1,6 @@
 // Starting the AgentLS language server: which command, with which environment, and the
 // LanguageClient around it (settings pulled through workspace/configuration).
+import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as vscode from "vscode";
@@ -9,6 +10,7 @@ import {
 } from "vscode-languageclient/node";
 import { provideInlineCompletionItems } from "./completion";
 import { readSettings, serverEnv, toServerConfig } from "./pure/config";
+import { mcpArgs, mcpReport } from "./pure/mcp";
 import { MAX_RESTARTS, onServerStop } from "./pure/restarts";
 
 export interface ServerCommand {
@@ -131,4 +133,21 @@ export function createClient(command: ServerCommand, apiKey: string | undefined,
   const client = new AgentLanguageClient("agentls", "AgentLS", serverOptions, clientOptions);
   client.onDidChangeState((change) => { if (change.newState === State.Running) ran = true; });
   return client;
+}
+
+/** `AgentLS: Show MCP Servers`: `agentls mcp` in the workspace (each enabled server started as
+ * a run would start it: its state, how it runs, its tools) in the output channel. */
+export async function showMcpServers(output: vscode.OutputChannel): Promise<void> {
+  const command = serverCommand(vscode.workspace.getConfiguration("agentls"));
+  const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  output.show(true);
+  output.appendLine("MCP servers (`agentls mcp`; each enabled one is started to list its tools):");
+  const report = await new Promise<string>((resolve) => {
+    execFile(command.command, mcpArgs(command.args), { cwd, timeout: 120_000, maxBuffer: 4 << 20 },
+             (error, stdout, stderr) => {
+               const code = error === null ? 0 : typeof error.code === "number" ? error.code : null;
+               resolve(mcpReport(code, stdout, code === null && error ? error.message : stderr));
+             });
+  });
+  output.appendLine(report);
 }
