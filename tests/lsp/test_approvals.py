@@ -52,6 +52,9 @@ async def test_allow_once_runs_the_command(client: AgentClient, model: ReplaySer
     assert [a.title for a in prompt.actions or ()] == [
         "Allow once", "Allow for this session", "Deny"]
     assert ECHO in prompt.message
+    # A message box shows no markdown, and says how the command runs once.
+    assert "`" not in prompt.message, prompt.message
+    assert prompt.message.lower().count("sandboxed") <= 1, prompt.message
     ran = shell_result(model)
     assert ran["ok"] and "hello-from-the-agent" in json.dumps(ran)
 

@@ -14,7 +14,8 @@ def test_figures_from_an_e2e_run(tmp_path: Path) -> None:
         "measuredAt": "2026-11-23T20:00:00Z", "samples": 5, "activationToInitializeMs": 812.5,
         "commandToFirstTokenShownMs": 140.0, "serverFirstTokenMs": 60.0,
     }))
-    activation, first_token = bench_vscode.run(path)
+    activation, first_token, streaming = bench_vscode.run(path)
+    assert streaming.unit == "not measured" and "no 1,000th chunk" in streaming.name
     assert activation.value == 812.5 and activation.unit == "ms"
     assert "2026-11-23T20:00:00Z" in activation.name
     assert (first_token.value, first_token.baseline, first_token.met) == (140.0, 60.0, True)
@@ -24,7 +25,7 @@ def test_over_the_goal_is_not_met(tmp_path: Path) -> None:
     path = tmp_path / "vscode_e2e.json"
     path.write_text(json.dumps({"commandToFirstTokenShownMs": 500.0,
                                 "serverFirstTokenMs": 100.0}))
-    (first_token,) = bench_vscode.run(path)
+    first_token, _ = bench_vscode.run(path)
     assert first_token.met is False
 
 
@@ -32,13 +33,13 @@ def test_the_per_chat_overhead_decides_when_recorded(tmp_path: Path) -> None:
     path = tmp_path / "vscode_e2e.json"
     path.write_text(json.dumps({"commandToFirstTokenShownMs": 500.0, "serverFirstTokenMs": 100.0,
                                 "overheadMs": 250.0}))
-    (first_token,) = bench_vscode.run(path)
+    first_token, _ = bench_vscode.run(path)
     assert first_token.met is True
 
 
 def test_without_an_e2e_run_the_figures_say_not_measured(tmp_path: Path) -> None:
     figures = bench_vscode.run(tmp_path / "missing.json")
-    assert len(figures) == 2
+    assert len(figures) == 3
     for figure in figures:
         assert "not measured" in figure.name and "make e2e-vscode" in figure.name
         assert figure.unit == "not measured" and figure.met is None
@@ -50,3 +51,26 @@ def test_a_broken_results_file_is_reported_not_raised(tmp_path: Path) -> None:
     assert all("unreadable" in f.name for f in bench_vscode.run(path))
     path.write_text(json.dumps({"samples": 0}))
     assert all("no timings" in f.name for f in bench_vscode.run(path))
+
+
+def test_streaming_is_flat_when_chunk_1000_is_within_1_5x_of_chunk_10(tmp_path: Path) -> None:
+    path = tmp_path / "vscode_e2e.json"
+    run = {"activationToInitializeMs": 800.0,
+           "streaming": {"chunks": 1232, "turns": 201, "chunk10Ms": 2.0, "chunk1000Ms": 2.9}}
+    path.write_text(json.dumps(run))
+    _, streaming = bench_vscode.run(path)
+    assert (streaming.value, streaming.baseline, streaming.met) == (2.9, 2.0, True)
+    assert "1232 chunks after 200 turns" in streaming.name
+    run["streaming"]["chunk1000Ms"] = 3.1  # type: ignore[index]
+    path.write_text(json.dumps(run))
+    assert bench_vscode.run(path)[1].met is False
+
+
+def test_opening_a_long_history_sums_its_three_parts(tmp_path: Path) -> None:
+    path = tmp_path / "vscode_e2e.json"
+    path.write_text(json.dumps({"activationToInitializeMs": 800.0, "historyOpen": {
+        "requestMs": 60.0, "extensionMs": 30.0, "webviewMs": 70.0, "turns": 200,
+        "total": 1000}}))
+    history = next(f for f in bench_vscode.run(path) if f.name.startswith(bench_vscode.HISTORY))
+    assert (history.value, history.met) == (160.0, True)
+    assert "request 60 ms, extension 30 ms, webview 70 ms" in history.name

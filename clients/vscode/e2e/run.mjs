@@ -158,10 +158,15 @@ async function main() {
     XDG_CACHE_HOME: path.join(tmp, "cache"), AGENTLS_VSCODE_TIMINGS: timings,
   });
 
+  step = "a stored 200-turn session and the script (e2e/bench_setup.py)";
+  const script = path.join(tmp, "script.json");
+  const seeded = spawnSync(PYTHON, [path.join(HERE, "bench_setup.py"), ws, path.join(HERE, "script.yaml"),
+                                    script], { env, encoding: "utf8", cwd: ROOT });
+  if (seeded.status !== 0) fail(`bench_setup.py failed:\n${seeded.stdout}${seeded.stderr}`);
+
   step = "scripted model server";
   const model = start("scripted-model", PYTHON,
-                      ["-m", "agentls.devtools.replay", "--script", path.join(HERE, "script.yaml")],
-                      { env, cwd: ROOT });
+                      ["-m", "agentls.devtools.replay", "--script", script], { env, cwd: ROOT });
   const [, baseUrl] = await waitForLine(model, /listening on (http\S+)/, "the scripted model server");
   log(`scripted model at ${baseUrl}`);
 
@@ -230,6 +235,20 @@ async function main() {
     });
     log("workbench ready, AgentLS server started");
 
+    step = "the empty panel";
+    await palette("AgentLS: Focus on Chat View");
+    const frame = panelFrame();
+    await until("the empty state with its two buttons", async () =>
+      (await frame.locator("#empty").isVisible()) &&
+      (await frame.locator('#empty button[data-command="agentls.ui.setApiKey"]').innerText()) === "Set API key" &&
+      (await frame.locator('#empty button[data-command="agentls.ui.chooseBackend"]').innerText()) === "Choose backend");
+    await shot("empty-state");
+    await frame.locator('#empty button[data-command="agentls.ui.chooseBackend"]').click();
+    const backendRow = page.locator(".quick-input-list .monaco-list-row", { hasText: "ollama" }).first();
+    await backendRow.waitFor({ state: "visible", timeout: T.short });
+    await page.keyboard.press("Escape");
+    log("empty panel: one line, Set API key and Choose backend (its picker lists the backends)");
+
     step = "set the API key";
     await palette("AgentLS: Set API Key");
     await answerInputBox(API_KEY);
@@ -242,21 +261,37 @@ async function main() {
     const hello = await waitTurn(0, "the streamed answer", (t) => t.includes("Hello from the scripted model") &&
       t.includes("stays text"));
     if (!hello.includes('<img src=x onerror=alert(1)>')) fail(`raw HTML was not shown as text:\n${hello}`);
-    const frame = panelFrame();
     if (await frame.locator(".answer img").count()) fail("model HTML became an <img> element");
     if (await frame.locator('.answer a[href^="javascript"]').count()) fail("a javascript: link was rendered");
-    await frame.locator(".code button.copy").first().click();
-    await until("the Copy button to confirm", async () =>
-      (await frame.locator(".code button.copy").first().innerText()) === "Copied", T.short);
+    if (!(await frame.locator(".code .hljs-built_in").count())) fail("the python code block is not highlighted");
+    const copy = frame.locator('.code button[data-action="copy"]').first();
+    await copy.click();
+    await until("the Copy button to confirm", async () => (await copy.innerText()) === "Copied", T.short);
     await page.keyboard.press("Escape");
     await shot("panel");
     log("streamed answer shown in the panel (markdown safe, code block copied)");
+
+    step = "two Sends at once continue one session";
+    const input = frame.locator("#prompt");
+    await input.fill("Say hello again");
+    await input.press("Enter");
+    await input.fill("Say hello once more");
+    await input.press("Enter");
+    await waitTurn(2, "the second answer", (t) => t.includes("stays text") && !/waiting for|answering/.test(t));
+    await waitTurn(1, "the first answer", (t) => t.includes("stays text"));
+    log("two prompts sent back to back were answered in the panel");
+
+    step = "New Chat from the title bar";
+    await titleAction("New Chat");
+    await until("an empty panel", async () => (await frame.locator("section.turn").count()) === 0 &&
+      (await frame.locator("#empty").isVisible()), T.short);
+    log("New Chat (title bar) started an empty conversation");
 
     step = "refactor preview: accept";
     await chatFromPalette("Please fix add in calc.py");
     await acceptPreview("preview");
     await until("calc.py on disk to say `return a + b`", () => readCalc(ws).includes("return a + b"));
-    await waitTurn(1, "'Edit applied'", (t) => t.includes("Edit applied: calc.py"));
+    await waitTurn(0, "'Edit applied'", (t) => t.includes("Edit applied: calc.py"));
     log("preview accepted; calc.py changed on disk; the panel says so");
 
     step = "refactor preview: discard";
@@ -265,7 +300,7 @@ async function main() {
     const discard = page.locator(".bulk-edit-panel .monaco-button", { hasText: /^Discard$/ }).first();
     await discard.waitFor({ state: "visible", timeout: T.long });
     await discard.click();
-    await waitTurn(2, "'Edit not applied'", (t) => t.includes("Edit not applied") && t.includes("left unchanged"));
+    await waitTurn(1, "'Edit not applied'", (t) => t.includes("Edit not applied") && t.includes("left unchanged"));
     if (readCalc(ws) !== before) fail(`calc.py changed although the edit was discarded:\n${readCalc(ws)}`);
     log("preview discarded; calc.py unchanged; the panel says so");
 
@@ -303,12 +338,58 @@ async function main() {
       (await editorText()).includes("Return the sum of a and b."));
     log("code action 'AgentLS: Add documentation' resolved and applied");
 
+    step = "Explain answers in the chat";
+    const explain = page.locator(".action-widget .monaco-list-row, .context-view .action-item",
+                                 { hasText: "AgentLS: Explain" }).first();
+    await until("'AgentLS: Explain' in the lightbulb menu for mul()", async () => {
+      await page.keyboard.press("Escape");
+      await page.locator(".part.editor .monaco-editor .view-line", { hasText: "def mul" }).first().click();
+      await page.keyboard.press("Home");
+      await page.keyboard.press("Shift+ArrowDown");
+      await page.keyboard.press("Shift+ArrowDown");
+      try {
+        await bulb.waitFor({ state: "visible", timeout: 5_000 });
+        await bulb.click();
+        await explain.waitFor({ state: "visible", timeout: 3_000 });
+        // The menu is the selection's (not the cursor's a moment before) when it offers
+        // the actions that need a selection.
+        await page.locator(".action-widget .monaco-list-row, .context-view .action-item",
+                           { hasText: "AgentLS: Rewrite selection" }).first()
+          .waitFor({ state: "visible", timeout: 1_000 });
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    await explain.click();
+    await waitTurn(2, "the explanation in the panel", (t) => t.startsWith("Explain the selected code (calc.py") &&
+      t.includes("multiplies its two arguments") && t.includes("Return the product"));
+    if (fs.existsSync(path.join(ws, ".agentls", "explain"))) fail("Explain still wrote a file under .agentls/explain/");
+    log("Explain answered in the chat panel (no Markdown file)");
+
+    step = "a code block's Apply goes through the review";
+    const applyButton = frame.locator("section.turn").nth(2).locator('.code button[data-action="apply"]').first();
+    await applyButton.click();
+    await acceptPreview("apply-code-block");
+    await until("the applied code block in the editor", async () =>
+      (await editorText()).includes("Return the product of a and b."));
+    if (!(await editorText()).includes("Return the sum of a and b.")) fail("Apply replaced more than the selection");
+    log("Apply on a code block opened the refactor preview; applied, the selection was replaced");
+
     step = "approve a shell command";
     await chatFromPalette("Please run the check");
     const dialog = page.locator(".monaco-dialog-box");
     await dialog.waitFor({ state: "visible", timeout: T.long });
     const dialogText = await dialog.innerText();
     if (!dialogText.includes("echo scripted-check-ok")) fail(`the modal does not show the command:\n${dialogText}`);
+    if (dialogText.includes("`")) fail(`the modal shows markdown backticks:\n${dialogText}`);
+    if ((dialogText.match(/sandboxed/gi) ?? []).length > 1) fail(`the modal says 'sandboxed' twice:\n${dialogText}`);
+    const buttons = await dialog.locator(".monaco-button").allInnerTexts();
+    // VS Code orders a dialog's buttons itself (the default last on Linux): compare as a set.
+    if (JSON.stringify(buttons.map((b) => b.trim()).filter(Boolean).sort()) !==
+        JSON.stringify(["Allow for this session", "Allow once", "Deny"])) {
+      fail(`the modal's buttons are ${JSON.stringify(buttons)}`);
+    }
     await shot("approval");
     await dialog.locator(".monaco-button", { hasText: /^Allow once$/ }).click();
     await waitTurn(3, "the answer after the approved command",
@@ -318,14 +399,93 @@ async function main() {
     step = "cancel a long run";
     await chatFromPalette("Tell me a long story");
     await waitTurn(4, "the long answer to start streaming", (t) => t.includes("Once upon"));
-    await frame.locator("#cancel").click();
+    // Select the previous answer while this one streams: the selection must survive it (only
+    // the streaming turn's new text is drawn, nothing is redrawn).
+    const selected = await frame.locator("section.turn").nth(3).locator(".answer").last().evaluate((node) => {
+      const selection = node.ownerDocument.getSelection();
+      selection.selectAllChildren(node);
+      return selection.toString();
+    });
+    await waitTurn(4, "more of the long answer", (t) => t.includes("very long scripted"));
+    const still = await frame.locator("body").evaluate((body) => body.ownerDocument.getSelection().toString());
+    if (!selected || still !== selected) fail(`the selection did not survive streaming: ${JSON.stringify([selected, still])}`);
+    log("a selection in the panel survived the streaming of the next answer");
+    await titleAction("Cancel");
     await waitTurn(4, "the run to stop as cancelled", (t) => /cancelled/.test(t), T.short * 2);
     const stopped = (await panelTurnText(4)).length;
     await new Promise((r) => setTimeout(r, 1000));
     if ((await panelTurnText(4)).length !== stopped) fail("text kept streaming after Cancel");
     if (await frame.locator("#cancel").isVisible()) fail("the Cancel button is still shown");
-    log("long run cancelled from the panel");
+    log("long run cancelled from the panel's title bar");
     await shot("cancelled");
+
+    step = "an @file mention: completed in the input, a chip on the turn, in the model's request";
+    await input.click();
+    await input.pressSequentially("Summarize the attached file @calc");
+    const option = frame.locator("#mentions .mention", { hasText: "file:calc.py" }).first();
+    await option.waitFor({ state: "visible", timeout: T.short });
+    await shot("mention-completion");
+    await option.click();
+    if (!(await input.inputValue()).includes("#file:calc.py ")) fail(`the mention was not inserted: ${await input.inputValue()}`);
+    await input.press("Enter");
+    // The scripted step matches only a request that carries calc.py's text (e2e/script.yaml).
+    const mentioned = await waitTurn(5, "the answer about the attached file",
+                                     (t) => t.includes("The attached calc.py defines add and mul."));
+    const chip = frame.locator("section.turn").nth(5).locator(".chip .chip-name");
+    if ((await chip.allInnerTexts()).join() !== "calc.py") fail(`no calc.py chip on the turn:\n${mentioned}`);
+    log("#file:calc.py completed from '@calc', shown as a chip, and its text was in the model's request");
+
+    step = "switching the model from the panel";
+    const modelButton = frame.locator("#model");
+    await until("the header with the session's model", async () =>
+      (await modelButton.isVisible()) && (await modelButton.innerText()).includes("scripted-model"), T.short);
+    await modelButton.click();
+    await answerInputBoxLoose("scripted-model-2");
+    await until("the header to name the new model", async () =>
+      (await modelButton.innerText()).includes("scripted-model-2"), T.short);
+    await until("the status bar to name the new model", async () =>
+      (await page.locator(".statusbar-item", { hasText: "scripted-model-2" }).count()) > 0, T.short);
+    await input.fill("Which model are you?");
+    await input.press("Enter");
+    await waitTurn(6, "the second model's answer, marked with its name",
+                   (t) => t.includes("Answered by the second scripted model.") && t.includes("scripted-model-2"));
+    log("model switched from the panel's header: the next turn was answered by scripted-model-2 and says so");
+
+    step = "screenshots: 300 and 600 px wide, light and dark";
+    for (const theme of ["Default Light Modern", "Default Dark Modern"]) {
+      await setTheme(theme);
+      for (const width of [300, 600]) {
+        await setSidebarWidth(width);
+        const name = `panel-${width}-${theme.includes("Light") ? "light" : "dark"}`;
+        await frame.locator("section.turn").nth(2).locator(".code").first().scrollIntoViewIfNeeded();
+        await shot(`${name}-code`);
+        await checkCodeBlockLayout(frame, width);
+        await frame.locator("section.turn").last().scrollIntoViewIfNeeded();
+        await shot(name);
+      }
+    }
+    await setSidebarWidth(400);
+
+    step = "History from the title bar";
+    await titleAction("Chat History");
+    await answerInputBoxLoose("Say hello");
+    await until("the first session back in the panel", async () =>
+      (await frame.locator("section.turn .prompt").allInnerTexts()).join("|") ===
+        "Say hello|Say hello again|Say hello once more");
+    log("History (title bar) reopened the first session: the two back-to-back prompts are in it, one session");
+
+    step = "open a 1,000-turn session, stream a 2,000-line answer into its 200 drawn turns";
+    await titleAction("Chat History");
+    await answerInputBoxLoose("Bench: a 1,000-turn conversation");
+    await until("the latest 200 stored turns drawn", async () =>
+      (await frame.locator("section.turn").count()) === 200 &&
+      (await frame.locator("section.turn .prompt").first().innerText()) === "Question 801: what does step 801 do?");
+    await input.fill("Stream the long answer");
+    await input.press("Enter");
+    await waitTurn(200, "the long answer to finish", (t) => t.includes("Step 222") && !/answering/.test(t), 120_000);
+    await until("the chunk timings", () => fs.existsSync(timings) &&
+      fs.readFileSync(timings, "utf8").includes('"figure":"chunks"'), T.short);
+    log("streamed the 2,000-line answer after 200 turns");
 
     step = "history restored after a reload";
     log(`reload at ${new Date().toISOString()}`);
@@ -347,12 +507,14 @@ async function main() {
         const turns = await panelFrame().locator("section.turn .prompt").allInnerTexts();
         shown = turns.length ? `the prompts ${JSON.stringify(turns)}`
           : JSON.stringify((await panelFrame().locator("#root").innerText({ timeout: 2_000 })).slice(0, 200));
-        return turns.includes("Say hello") && turns.includes("Please run the check") ? turns : false;
+        return turns.includes("Question 900: what does step 900 do?") && turns.includes("Stream the long answer")
+          ? turns : false;
       });
     } catch (error) {
       throw new Fatal(`${error.message}; the panel showed ${shown}`);
     }
     log("after a reload the panel shows the session again (agentls/history)");
+    await shot("restored");
     await context.close();
   } catch (error) {
     if (page) await shot("failure").catch(() => undefined);
@@ -382,6 +544,53 @@ async function acceptPreview(screenshot) {
   }
   await apply.click();
   await apply.waitFor({ state: "hidden", timeout: T.short });
+}
+
+/** A button in the chat view's title bar, by the start of its label ("New Chat", ...). */
+async function titleAction(label) {
+  const button = page.locator(`.part.sidebar .title-actions .action-label[aria-label^="${label}"], ` +
+                              `.part.sidebar .pane-header .action-label[aria-label^="${label}"]`).first();
+  await button.waitFor({ state: "visible", timeout: T.short });
+  await button.click();
+}
+
+async function setTheme(name) {
+  await palette("Preferences: Color Theme");
+  await answerInputBoxLoose(name);
+  const dark = name.includes("Dark");
+  await until(`the ${name} theme`, async () =>
+    (await page.locator(".monaco-workbench").getAttribute("class")).split(/\s+/).includes(dark ? "vs-dark" : "vs"),
+  T.short);
+}
+
+/** Drags the sash between the side bar and the editor until the side bar is `width` px. */
+async function setSidebarWidth(width) {
+  const sidebar = page.locator(".part.sidebar");
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const box = await sidebar.boundingBox();
+    if (Math.abs(box.width - width) <= 4) return;
+    const y = box.y + box.height / 2;
+    await page.mouse.move(box.x + box.width, y);
+    await page.mouse.down();
+    await page.mouse.move(box.x + width, y, { steps: 8 });
+    await page.mouse.up();
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  const box = await sidebar.boundingBox();
+  if (Math.abs(box.width - width) > 4) fail(`the side bar is ${box.width} px wide, not ${width}`);
+}
+
+/** The code block's buttons sit above the code, never over it, at this width. */
+async function checkCodeBlockLayout(frame, width) {
+  const block = frame.locator("section.turn").nth(2).locator(".code").first();
+  const head = await block.locator(".code-head").boundingBox();
+  const code = await block.locator("pre").boundingBox();
+  for (const name of ["copy", "insert", "apply"]) {
+    const b = await block.locator(`button[data-action="${name}"]`).boundingBox();
+    if (b.y + b.height > code.y + 0.5 || b.x + b.width > head.x + head.width + 0.5) {
+      fail(`at ${width} px the ${name} button overlaps the code or leaves the block`);
+    }
+  }
 }
 
 function previewCheckbox() {
@@ -453,6 +662,23 @@ async function answerInputBoxLoose(text) {
   await input.press("Enter");
 }
 
+/**
+ * The 2,000-line answer streamed into the 200-turn session: the panel's time per chunk (the
+ * extension's work for the chunk + the webview's, layout included), around chunk 10 and
+ * around chunk 1,000 (the median of the 11 chunks centred on each, so one slow frame does
+ * not decide it).
+ */
+function chunkFigures(row, median) {
+  if (!row) return null;
+  const n = Math.min(row.extensionMs.length, row.panelMs.length);
+  const total = Array.from({ length: n }, (_, i) => row.extensionMs[i] + row.panelMs[i]);
+  const around = (k) => (n >= k + 6 ? median(total.slice(k - 6, k + 5)) : null); // chunk k is total[k - 1]
+  return { chunks: n, turns: row.turns, chunk10Ms: around(10), chunk1000Ms: around(1000),
+           extensionChunk10Ms: n >= 16 ? median(row.extensionMs.slice(4, 15)) : null,
+           extensionChunk1000Ms: n >= 1006 ? median(row.extensionMs.slice(994, 1005)) : null,
+           maxMs: Math.max(...total) };
+}
+
 function writeFigures(timingsFile) {
   const rows = fs.existsSync(timingsFile)
     ? fs.readFileSync(timingsFile, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l))
@@ -475,6 +701,10 @@ function writeFigures(timingsFile) {
     eventToShownMs: median(tokens.map((r) => r.eventToShownMs)),
     samples: tokens.length,
     e2eSeconds: (Date.now() - t0) / 1000,
+    streaming: chunkFigures(rows.find((r) => r.figure === "chunks"), median),
+    // Opening the 1,000-turn session from History: agentls/turns (one page of 200), the
+    // model and view built, and the webview's drawing with its layout.
+    historyOpen: rows.find((r) => r.figure === "history_open" && r.total >= 1000) ?? null,
   };
   fs.mkdirSync(path.dirname(BENCH_OUT), { recursive: true });
   fs.writeFileSync(BENCH_OUT, JSON.stringify(result, null, 2) + "\n");

@@ -3,11 +3,13 @@
 import * as vscode from "vscode";
 import {
   ApplyWorkspaceEditRequest, type ApplyWorkspaceEditParams, type ApplyWorkspaceEditResult,
-  ExecuteCommandRequest, type LanguageClient, MessageType, ShowMessageRequest,
-  type ShowMessageRequestParams,
+  ExecuteCommandRequest, type LanguageClient, ShowMessageRequest,
 } from "vscode-languageclient/node";
 import { Chat, messageOf, recordTiming } from "./chat";
+import { Conversation } from "./conversation";
 import { ChatPanel } from "./panel";
+import { applyThroughServer, chooseBackend, explainInChat, onPanelMessage } from "./panelActions";
+import { showMessageRequest } from "./prompts";
 import { RESTART_KEYS } from "./pure/config";
 import { MAX_RESTARTS, onServerStop, startMayBeRetried } from "./pure/restarts";
 import { CompletionStatusItem } from "./completion";
@@ -24,14 +26,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const activated = performance.now();
   const output = vscode.window.createOutputChannel("AgentLS");
   const status = new StatusItem();
-  const panel = new ChatPanel(context.extensionUri, (m) => {
-    if (m.type === "send") void chat.send(m.prompt);
-    else if (m.type === "cancel") void chat.cancel();
-    else if (m.type === "copy") void vscode.env.clipboard.writeText(m.text);
-    else if (m.type === "firstText") chat.firstTextShown(m.turn);
-  });
+  const panel = new ChatPanel(context.extensionUri,
+                              (m) => onPanelMessage(m, chat, conversation, apply));
+  const apply = applyThroughServer(() => client, () => chat.sessionId);
   const chat: Chat = new Chat(context.workspaceState, panel, status, () => client);
   const completion = new CompletionStatusItem();
+  const conversation = new Conversation(() => client, panel, status);
+  chat.options = { params: (id) => conversation.chatParams(id),
+                   sessionChanged: (id) => void conversation.refresh(id) };
   context.subscriptions.push(output, status, completion,
     vscode.window.registerWebviewViewProvider(ChatPanel.viewId, panel,
                                               { webviewOptions: { retainContextWhenHidden: true } }));
@@ -66,7 +68,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (!decision?.restart) {
         const reason = failure === undefined ? "it ended while starting" : messageOf(failure);
         status.set("error", "the server did not start");
-        void notStarted(command.command, reason, output);
+        void notStarted(command.command, reason, output, context.extensionUri);
         return;
       }
       output.appendLine(`The AgentLS server ended while starting; trying again in ` +
@@ -79,6 +81,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
                    startToInitializeMs: performance.now() - began });
     status.set("idle");
     await chat.restore((line) => output.appendLine(line));
+    await conversation.refresh(chat.sessionId);
   };
 
   const restart = async (): Promise<void> => {
@@ -178,6 +181,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     else await vscode.env.clipboard.writeText(message).then(() =>
       vscode.window.showInformationMessage("AgentLS: commit message copied (no Git repository open)."));
   });
+  register("agentls.ui.explain", (arg?: unknown) => explainInChat(chat, panel, arg));
+  register("agentls.ui.chooseBackend", () => chooseBackend());
   register("agentls.ui.showLog", () => output.show(true));
   register("agentls.ui.showMcpServers", () => showMcpServers(output));
   register("agentls.ui.setApiKey", async () => {
@@ -214,7 +219,8 @@ interface GitExtension {
   };
 }
 
-async function notStarted(command: string, reason: string, output: vscode.OutputChannel) {
+async function notStarted(command: string, reason: string, output: vscode.OutputChannel,
+                          extensionUri: vscode.Uri) {
   output.appendLine(`The server did not start: ${reason}`);
   const choice = await vscode.window.showErrorMessage(
     `AgentLS could not start its language server (${command}): ${reason}. Install AgentLS ` +
@@ -222,11 +228,11 @@ async function notStarted(command: string, reason: string, output: vscode.Output
     "agentls.server.command" + (vscode.env.remoteName
       ? " in the Remote settings (a machine setting: the user settings' value is not used in a remote window)."
       : "."),
-    "Install…", "Open Settings", "Show Log");
-  if (choice === "Install…") {
-    const terminal = vscode.window.createTerminal("Install AgentLS");
-    terminal.sendText("pipx install /path/to/agentls", false); // the person fills in the path
-    terminal.show();
+    "Installation Steps", "Open Settings", "Show Log");
+  if (choice === "Installation Steps") {
+    // The README shipped in the .vsix: its "Getting started" says how, offline too.
+    await vscode.commands.executeCommand("markdown.showPreview",
+                                         vscode.Uri.joinPath(extensionUri, "README.md"));
   } else if (choice === "Open Settings") {
     await vscode.commands.executeCommand("workbench.action.openSettings", "agentls.server");
   } else if (choice === "Show Log") {
@@ -253,15 +259,6 @@ function installHandlers(lc: LanguageClient): void {
       }
       return { applied: true };
     });
-  // Approvals and the agent's questions: a modal with the full text.
-  lc.onRequest(ShowMessageRequest.type, async (params: ShowMessageRequestParams) => {
-    const [first, ...rest] = params.message.split("\n");
-    const titles = (params.actions ?? []).map((a) => a.title);
-    const options: vscode.MessageOptions = { modal: true, detail: rest.join("\n") };
-    const show = params.type === MessageType.Error ? vscode.window.showErrorMessage
-      : params.type === MessageType.Warning ? vscode.window.showWarningMessage
-        : vscode.window.showInformationMessage;
-    const chosen = await show(first, options, ...titles);
-    return params.actions?.find((a) => a.title === chosen) ?? null;
-  });
+  // Approvals and the agent's questions: a modal with the full text (src/prompts.ts).
+  lc.onRequest(ShowMessageRequest.type, showMessageRequest);
 }

@@ -2,34 +2,44 @@
 // styles from the extension, nothing remote).
 import * as crypto from "node:crypto";
 import * as vscode from "vscode";
-import type { ViewModel } from "./pure/view";
+import type { PanelOp, ViewModel } from "./pure/view";
 
 export type PanelMessage =
   | { type: "ready" }
-  | { type: "send"; prompt: string }
+  | { type: "send"; prompt: string; references?: Record<string, unknown>[] }
+  | { type: "mentions"; id: number; trigger: string; query: string }
+  | { type: "chooseModel" }
+  | { type: "setMode"; mode: string }
   | { type: "cancel" }
-  | { type: "copy"; text: string }
-  | { type: "firstText"; turn: number };
+  | { type: "command"; command: string }
+  | { type: "code"; action: "copy" | "insert" | "apply"; code: string; lang: string }
+  | { type: "firstText"; turn: number }
+  | { type: "chunkTimes"; turn: number; ms: number[] }
+  | { type: "drawn"; ms: number };
 
 export class ChatPanel implements vscode.WebviewViewProvider {
   static readonly viewId = "agentls.chat";
   private view?: vscode.WebviewView;
-  private latest?: ViewModel;
-  private reset = false;
+  private ready = false;
 
+  /** `onMessage` gets the webview's messages; on "ready" the owner sends the whole view. */
   constructor(private readonly extensionUri: vscode.Uri,
               private readonly onMessage: (message: PanelMessage) => void) {}
 
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
+    this.ready = false;
     const media = vscode.Uri.joinPath(this.extensionUri, "media");
     view.webview.options = { enableScripts: true, localResourceRoots: [media] };
     view.webview.html = this.html(view.webview, media);
     view.webview.onDidReceiveMessage((m: PanelMessage) => {
-      if (m.type === "ready") this.post(true);
+      if (m.type === "ready") {
+        this.ready = true;
+        void view.webview.postMessage({ type: "options", options: this.lastOptions });
+      }
       this.onMessage(m);
     });
-    view.onDidDispose(() => { this.view = undefined; });
+    view.onDidDispose(() => { this.view = undefined; this.ready = false; });
   }
 
   get visible(): boolean {
@@ -41,21 +51,39 @@ export class ChatPanel implements vscode.WebviewViewProvider {
     else await vscode.commands.executeCommand(`${ChatPanel.viewId}.focus`);
   }
 
-  show(model: ViewModel, reset = false): void {
-    this.latest = model;
-    this.reset ||= reset;
-    this.post(false);
+  /** The whole view (the webview redraws everything). */
+  show(model: ViewModel, reset: boolean, timings: boolean): void {
+    if (!this.view || !this.ready) return; // drawn whole when the webview says it is ready
+    void this.view.webview.postMessage({ type: "view", view: model, reset, timings });
+  }
+
+  /** Changes to what the webview shows (src/pure/view.ts); dropped until it is ready, as
+   * it then gets the whole view. */
+  apply(ops: PanelOp[]): void {
+    if (!this.view || !this.ready) return;
+    void this.view.webview.postMessage({ type: "ops", ops });
   }
 
   focusInput(): void {
     void this.view?.webview.postMessage({ type: "focusInput" });
   }
 
-  private post(reset: boolean): void {
-    if (!this.view || !this.latest) return;
-    void this.view.webview.postMessage({ type: "view", view: this.latest,
-                                         reset: reset || this.reset });
-    this.reset = false;
+  /** Completion items for a mention being typed (answer to a "mentions" message). */
+  mentionItems(id: number, items: unknown[]): void {
+    void this.view?.webview.postMessage({ type: "mentionItems", id, items });
+  }
+
+  /** The header: the session's model and mode, and the modes to choose from. */
+  options(options: { model: string; backend: string; mode: string;
+                     modes: { name: string; label: string; description: string }[] } | null): void {
+    this.lastOptions = options;
+    if (this.ready) void this.view?.webview.postMessage({ type: "options", options });
+  }
+
+  private lastOptions: unknown = null;
+
+  setInput(text: string): void {
+    void this.view?.webview.postMessage({ type: "setInput", text });
   }
 
   private html(webview: vscode.Webview, media: vscode.Uri): string {
@@ -80,11 +108,23 @@ export class ChatPanel implements vscode.WebviewViewProvider {
 </head>
 <body>
 <div id="root">
+  <div id="header" hidden>
+    <button id="model" type="button" class="header-button" title="Choose the model for this chat"></button>
+    <label class="mode-label">Mode
+      <select id="mode" title="What the agent may do in this chat"></select>
+    </label>
+  </div>
   <div id="log" role="log" aria-live="polite"></div>
-  <div id="empty">Ask the agent about this workspace. Every edit it proposes opens in the
-  refactor preview, where you apply or discard it.</div>
+  <div id="empty">
+    <p>Ask the agent about this workspace; every edit it proposes opens for your review before anything changes.</p>
+    <div class="empty-actions">
+      <button type="button" data-command="agentls.ui.setApiKey">Set API key</button>
+      <button type="button" class="secondary" data-command="agentls.ui.chooseBackend">Choose backend</button>
+    </div>
+  </div>
   <form id="ask">
-    <textarea id="prompt" rows="3" placeholder="Ask AgentLS… (Enter to send, Shift+Enter for a new line)" aria-label="Message to AgentLS"></textarea>
+    <div id="mentions" role="listbox" aria-label="Mentions" hidden></div>
+    <textarea id="prompt" rows="3" placeholder="Ask AgentLS… (@ or # to attach a file, the selection… · Enter to send)" aria-label="Message to AgentLS" aria-autocomplete="list"></textarea>
     <div class="buttons">
       <button id="cancel" class="secondary" type="button" hidden>Cancel</button>
       <button id="send" type="submit">Send</button>

@@ -10,6 +10,7 @@ import {
 } from "vscode-languageclient/node";
 import { provideInlineCompletionItems } from "./completion";
 import { readSettings, serverEnv, toServerConfig } from "./pure/config";
+import { explainInPanel } from "./pure/explain";
 import { mcpArgs, mcpReport } from "./pure/mcp";
 import { MAX_RESTARTS, onServerStop } from "./pure/restarts";
 
@@ -84,6 +85,14 @@ function restartPolicy(output: vscode.OutputChannel, ran: () => boolean,
  * by the extension: its retry line in the log, or its "could not start" message with what to
  * do; the client's own notification would come on top. */
 class AgentLanguageClient extends LanguageClient {
+  private stopAsked = false;
+
+  // A restart or reload stops the server on purpose: its exit is not an error.
+  override stop(timeout?: number): Promise<void> {
+    this.stopAsked = true;
+    return super.stop(timeout);
+  }
+
   // vscode-languageclient 9 passes "show a notification" as the data of its "Server will
   // restart" line, which then printed a bare "true"/"false" line in the log.
   override info(message: string, data?: unknown, showNotification = true): void {
@@ -92,6 +101,10 @@ class AgentLanguageClient extends LanguageClient {
   }
 
   override error(message: string, data?: unknown, showNotification: boolean | "force" = true): void {
+    if (this.stopAsked && message === "Server process exited with code 0.") {
+      super.info("The server stopped as asked (exit code 0).", undefined, false);
+      return;
+    }
     const quiet = message.endsWith("couldn't create connection to server.");
     super.error(message, data, quiet ? false : showNotification);
   }
@@ -120,6 +133,9 @@ export function createClient(command: ServerCommand, apiKey: string | undefined,
     errorHandler: restartPolicy(output, () => ran, gaveUp),
     middleware: {
       provideInlineCompletionItems, // completion.ts: nothing is asked while toggled off
+      // "Explain" is answered in the chat panel rather than in a Markdown file.
+      provideCodeActions: async (document, range, context, token, next) =>
+        explainInPanel(await next(document, range, context, token)),
       workspace: {
         configuration: async (params, token, next) => {
           const values = await next(params, token);

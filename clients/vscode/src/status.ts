@@ -5,6 +5,8 @@ export type Status = "starting" | "idle" | "running" | "error";
 
 export class StatusItem implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
+  private last: [Status, string] = ["starting", ""];
+  private session = ""; // "model · mode" of the chat in the panel
 
   constructor() {
     this.item.name = "AgentLS";
@@ -12,7 +14,14 @@ export class StatusItem implements vscode.Disposable {
     this.item.show();
   }
 
+  /** The chat's model and mode, shown while idle. */
+  setSession(label: string): void {
+    this.session = label;
+    this.set(...this.last);
+  }
+
   set(status: Status, detail = ""): void {
+    this.last = [status, detail];
     const item = this.item;
     item.backgroundColor = undefined;
     if (status === "starting") {
@@ -20,8 +29,8 @@ export class StatusItem implements vscode.Disposable {
       item.tooltip = "AgentLS: starting the language server";
       item.command = "agentls.ui.showLog";
     } else if (status === "idle") {
-      item.text = "$(comment-discussion) AgentLS";
-      item.tooltip = "AgentLS: idle. Click to chat.";
+      item.text = "$(comment-discussion) AgentLS" + (this.session ? `: ${this.session}` : "");
+      item.tooltip = `AgentLS: idle${this.session ? ` (${this.session})` : ""}. Click to chat.`;
       item.command = "agentls.ui.chat";
     } else if (status === "running") {
       item.text = "$(sync~spin) AgentLS: running";

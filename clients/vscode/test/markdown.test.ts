@@ -36,11 +36,23 @@ test("images are shown as their alt text and load nothing", () => {
   assert.doesNotMatch(html, /tracker\.example/);
 });
 
-test("code blocks get a Copy button and keep their text escaped", () => {
+test("code blocks: highlighted, escaped, with Copy / Insert / Apply in a bar above the code", () => {
   const html = renderMarkdown("```python\nprint('<hi>')\n```");
-  assert.match(html, /<button class="copy" type="button" title="Copy">Copy<\/button>/);
-  assert.match(html, /<span class="lang">python<\/span>/);
-  assert.match(html, /print\(&#39;&lt;hi&gt;&#39;\)|print\('&lt;hi&gt;'\)/);
+  const head = html.slice(0, html.indexOf("<pre>"));
+  for (const action of ["copy", "insert", "apply"]) {
+    assert.match(head, new RegExp(`<button class="code-action" data-action="${action}"`));
+  }
+  assert.match(head, /<span class="lang">python<\/span>/);
+  assert.match(html, /<span class="hljs-built_in">print<\/span>/);
+  assert.match(html, /&lt;hi&gt;/);
+  assert.doesNotMatch(html, /<hi>/);
+  assert.doesNotMatch(html, /style=/); // colours come from the panel's stylesheet (CSP)
+});
+
+test("an unknown language is shown as escaped text, labelled as it was given", () => {
+  const html = renderMarkdown("```nosuchlang\n<b>x</b>\n```");
+  assert.match(html, /<span class="lang">nosuchlang<\/span>/);
+  assert.match(html, /<code>&lt;b&gt;x&lt;\/b&gt;\n<\/code>/);
 });
 
 test("a hostile fence language cannot break out of its label", () => {

@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
-  applyEvent, applyResult, type ChatEvent, emptyModel, failTurn, fromHistory, restoreFailure,
+  applyEvent, applyResult, type ChatEvent, emptyModel, failTurn, fromTurns, restoreFailure,
   startTurn,
 } from "../src/pure/model";
-import { toView } from "../src/pure/view";
+import { ViewSync } from "../src/pure/view";
+
+const toView = (model: Parameters<ViewSync["full"]>[0]) => new ViewSync().full(model);
 
 let seq = 0;
 const ev = (kind: string, fields: Record<string, unknown> = {}, runId = "r1"): ChatEvent =>
@@ -92,36 +94,6 @@ test("a failed request ends the turn with the reason", () => {
   assert.equal(toView(model).running, false);
 });
 
-test("history becomes turns: user prompts, assistant text, tool calls with results", () => {
-  const model = fromHistory("s9", [
-    { kind: "message", role: "system", content: "You are…" },
-    { kind: "message", role: "user", content: "fix add" },
-    { kind: "message", role: "assistant", content: "Reading.",
-      toolCalls: [{ id: "c1", name: "read_file", arguments: "{}" }] },
-    { kind: "message", role: "tool", toolCallId: "c1", content: "def add…\nmore" },
-    { kind: "message", role: "assistant", content: "Done." },
-    { kind: "summary", role: "user", content: "summary of older messages" },
-    { kind: "message", role: "user", content: "thanks",
-      notes: ["the person rejected your changes to calc.py"] },
-    { kind: "message", role: "assistant", toolCalls: [{ id: "c2", name: "shell_exec", arguments: "{}" }] },
-    { kind: "message", role: "tool", toolCallId: "c2", content: '{"ok": false, "error": "denied"}' },
-  ]);
-  assert.equal(model.sessionId, "s9");
-  assert.equal(model.turns.length, 2);
-  assert.deepEqual(model.turns[0].parts, [
-    { type: "text", text: "Reading." },
-    { type: "tool", callId: "c1", name: "read_file", arguments: "{}", ok: true, summary: "def add…" },
-    { type: "text", text: "\n\nDone." },
-  ]);
-  assert.equal(model.turns[1].prompt, "thanks");
-  assert.deepEqual(model.turns[1].parts, [
-    { type: "note", level: "info", text: "the person rejected your changes to calc.py" },
-    { type: "tool", callId: "c2", name: "shell_exec", arguments: "{}", ok: false,
-      summary: "failed: denied" },
-  ]);
-  assert.ok(model.turns.every((t) => t.state === "done"));
-});
-
 test("a failed restore forgets the session only when the server does not have it", () => {
   const notFound = Object.assign(new Error("session not found: s1"), { code: -32602 });
   assert.equal(restoreFailure(notFound, 1, 3), "forget");
@@ -131,4 +103,33 @@ test("a failed restore forgets the session only when the server does not have it
   assert.equal(restoreFailure(internal, 3, 3), "keep");
   assert.equal(restoreFailure(new Error("the AgentLS server is not running"), 3, 3), "keep");
   assert.equal(restoreFailure("a string", 1, 3), "retry");
+});
+
+test("the server's display-ready turns are drawn as they are: words, chips, notes, steps, edit, model", () => {
+  const model = fromTurns("s7", [
+    { index: 0, user: { text: "fix add in #file:calc.py", attachments: [{ kind: "file", name: "calc.py", lines: 7, size: 120 }],
+                        refused: [], notes: [], trimmed: [] },
+      model: "scripted-model", mode: "edit", outcome: "done", durationMs: 1500,
+      steps: [{ kind: "text", text: "Reading." },
+              { kind: "toolCall", id: "c1", name: "read_file", arguments: "{}", ok: true, summary: "ok (path: calc.py)" },
+              { kind: "text", text: "Fixed." }],
+      changes: { text: "edited calc.py (+1 −1)", applied: true } },
+    { index: 1, user: { text: "thanks", notes: ["the person rejected your changes to calc.py"] },
+      model: "scripted-model", mode: "ask", outcome: "cancelled", steps: [] },
+  ]);
+  assert.equal(model.sessionId, "s7");
+  const [first, second] = model.turns;
+  assert.equal(first.prompt, "fix add in #file:calc.py");
+  assert.deepEqual(first.chips, [{ kind: "file", name: "calc.py", lines: 7, size: 120 }]);
+  assert.deepEqual(first.parts, [
+    { type: "text", text: "Reading." },
+    { type: "tool", callId: "c1", name: "read_file", arguments: "{}", ok: true, summary: "ok (path: calc.py)" },
+    { type: "text", text: "Fixed." },
+  ]);
+  assert.equal(first.editOutcome, "Edit applied: edited calc.py (+1 −1).");
+  assert.equal(first.answeredBy, "scripted-model · edit · 1.5 s");
+  assert.equal(first.state, "done");
+  assert.equal(second.prompt, "thanks"); // the note is not the person's words
+  assert.deepEqual(second.parts, [{ type: "note", level: "info", text: "the person rejected your changes to calc.py" }]);
+  assert.equal(second.state, "cancelled");
 });

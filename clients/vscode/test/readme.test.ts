@@ -29,3 +29,35 @@ test("every contributed command has an AgentLS title and a handler in the source
     assert.ok(source.includes(`register("${c.command}"`), `no handler for ${c.command}`);
   }
 });
+
+test("AgentLS's keybindings are Ctrl+K / Cmd+K chords (VS Code binds none of these) and the README names them", () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"));
+  const readme = fs.readFileSync(path.join(root, "README.md"), "utf8");
+  // VS Code's own Ctrl+K chords use these second keys (its default keybindings, 1.9x).
+  const taken = new Set(["c", "d", "e", "f", "i", "m", "o", "p", "r", "s", "t", "u", "v", "w",
+                         "y", "z", "enter", "shift+enter", "shift+o", "f2", "f12", "up", "down",
+                         "left", "right"]);
+  const own = pkg.contributes.keybindings.filter((b: { command: string }) => b.command.startsWith("agentls."));
+  assert.ok(own.length >= 3);
+  for (const binding of own) {
+    const [prefix, second] = binding.key.split(" ");
+    assert.equal(prefix, "ctrl+k", binding.key);
+    assert.equal(binding.mac, `cmd+k ${second}`);
+    assert.ok(!second.startsWith("ctrl+") && !taken.has(second), `${binding.key} is VS Code's`);
+    const shown = `\`Ctrl+K ${second.split("+").map((k: string) => k[0].toUpperCase() + k.slice(1)).join("+")}\``;
+    assert.ok(readme.includes(shown), `README does not name ${shown}`);
+  }
+});
+
+test("the .vsix carries the LICENSE, the icon and the CHANGELOG; the README names the file the build makes", () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"));
+  const ignore = fs.readFileSync(path.join(root, ".vscodeignore"), "utf8").split("\n");
+  for (const kept of ["!LICENSE", "!CHANGELOG.md", "!images/**"]) assert.ok(ignore.includes(kept), kept);
+  assert.ok(fs.existsSync(path.join(root, pkg.icon)), pkg.icon);
+  assert.ok(fs.existsSync(path.join(root, "CHANGELOG.md")));
+  assert.match(pkg.scripts.package, /copyFileSync\('\.\.\/\.\.\/LICENSE', 'LICENSE'\)/);
+  assert.doesNotMatch(pkg.scripts.package, /--skip-license/);
+  const out = /-o (\S+\.vsix)/.exec(pkg.scripts.package)![1];
+  const readme = fs.readFileSync(path.join(root, "README.md"), "utf8");
+  assert.ok(readme.includes(out), `README does not name ${out}`);
+});

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
 
 log = logging.getLogger(__name__)
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
 
 ALLOW_ONCE = "Allow once"
 ALLOW_SESSION = "Allow for this session"
@@ -43,14 +46,25 @@ async def confirm(ls: ServerContext, request: ApprovalRequest,
                 "prompts (it does not declare window.showMessage), so it was denied. Allow "
                 f"{request.tool} in the permissions settings to let it run.")
         return "deny"
-    message = (f"AgentLS: {request.title}\n{request.reason}.\n"
-               f"“{ALLOW_SESSION}” allows {request.session_scope}.")
+    # A message box shows plain text: `code` spans become quotes.
+    message = plain_text(f"AgentLS: {request.title}\n{_sentence(request.reason)}\n"
+                         f"“{ALLOW_SESSION}” allows {request.session_scope}.")
     answer = await _ask(ls, lsp.MessageType.Warning, message, [ALLOW_ONCE, ALLOW_SESSION, DENY])
     if answer == ALLOW_ONCE:
         return "allow_once"
     if answer == ALLOW_SESSION:
         return "allow_session"
     return "deny"
+
+
+def plain_text(text: str) -> str:
+    """Markdown code spans as quoted text, for message boxes that show no markdown."""
+    return _CODE_SPAN.sub(lambda m: f"“{m.group(1)}”", text)
+
+
+def _sentence(text: str) -> str:
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
 
 
 async def ask(ls: ServerContext, question: str, options: Sequence[str],

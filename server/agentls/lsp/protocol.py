@@ -513,3 +513,18 @@ def chat_event(session_id: str, run_id: str, seq: int, kind: str,
         if key not in payload:
             payload[key] = value
     return payload
+
+
+# --- text the person proposes from the chat (a code block's Apply) ------------------------
+
+PROPOSE_EDIT = "agentls/proposeEdit"  # {sessionId, uri, range, text} -> {applied, failureReason?}
+
+
+def parse_propose_edit(raw: Any) -> tuple[str, str, lsp.Range, str]:
+    data = _object(plain(raw), f"{PROPOSE_EDIT} params")
+    session_id, uri, text = data.get("sessionId"), data.get("uri"), data.get("text")
+    if not isinstance(session_id, str) or not session_id or not isinstance(uri, str) \
+            or not uri or not isinstance(text, str):
+        raise ParamsError(f'{PROPOSE_EDIT} needs {{"sessionId": "<the chat\'s session>", '
+                          '"uri": "<document>", "range": <Range>, "text": "<the replacement>"}')
+    return session_id, uri, _parse_range(data.get("range"), "range"), text

@@ -397,6 +397,7 @@ class AgentLanguageServer(ServerContext):
 
 def create_server() -> AgentLanguageServer:
     import agentls.lsp.inline_completion as inline_completion
+    import agentls.lsp.propose_edit as propose_edit
     from agentls.lsp import chat, code_actions, conversation, documents, git_commands, search_index
 
     server = AgentLanguageServer()
@@ -417,4 +418,5 @@ def create_server() -> AgentLanguageServer:
     search_index.setup(server)
     inline_completion.setup(server)
     conversation.setup(server)
+    propose_edit.setup(server)
     return server

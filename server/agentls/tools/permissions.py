@@ -183,7 +183,7 @@ def rejection(decision: Decision) -> dict[str, Any]:
 def _request(tool: str, args: Mapping[str, Any], decision: Decision) -> ApprovalRequest:
     if tool == SHELL_TOOL:
         title = f"Run `{args.get('command', '')}`?"
-        if decision.note:
+        if decision.note and decision.note not in decision.reason:  # said once, not twice
             title += f" ({decision.note})"
         scope = "commands starting with " + ", ".join(f"`{k}`" for k in decision.grant_keys)
     elif tool.startswith("mcp__") and tool.count("__") >= 2:  # which server, which tool

@@ -36,6 +36,22 @@ export type Part =
 
 export type TurnState = "running" | "done" | "cancelled" | "error";
 
+/** What the server attached for a reference (`@file`, `#selection`…): a chip on the turn. */
+export interface Chip {
+  kind: string;
+  name: string;
+  lines?: number;
+  size?: number;
+  range?: string;
+  note?: string;
+}
+
+export interface Refused {
+  kind: string;
+  name: string;
+  reason: string;
+}
+
 export interface Turn {
   id: number;
   runId?: string;
@@ -46,6 +62,10 @@ export interface Turn {
   /** What became of the agent's edit: shown under the answer. */
   editOutcome?: string;
   lastSeq: number;
+  chips?: Chip[];
+  refused?: Refused[];
+  /** The model (and mode) that answered, as the server said. */
+  answeredBy?: string;
 }
 
 export interface PanelModel {
@@ -89,6 +109,11 @@ function addText(turn: Turn, text: string): void {
   else turn.parts.push({ type: "text", text });
 }
 
+/** "gpt-4o · edit": the model that answered and the mode it ran in. */
+export function answeredBy(model: string, mode: string): string | undefined {
+  return [model, mode].filter(Boolean).join(" · ") || undefined;
+}
+
 export function describeFiles(files: FileChange[]): string {
   return files.map((f) => {
     const where = f.path ?? f.uri ?? "?";
@@ -106,6 +131,15 @@ export function applyEvent(model: PanelModel, event: ChatEvent): Turn | undefine
   turn.lastSeq = event.seq;
   model.sessionId = event.sessionId || model.sessionId;
   switch (event.kind) {
+    case "turn": {
+      turn.chips = Array.isArray(event.attachments) ? (event.attachments as Chip[]) : [];
+      turn.refused = Array.isArray(event.refused) ? (event.refused as Refused[]) : [];
+      for (const note of Array.isArray(event.notes) ? event.notes : []) {
+        turn.parts.push({ type: "note", level: "info", text: str(note) });
+      }
+      turn.answeredBy = answeredBy(str(event.model), str(event.mode));
+      break;
+    }
     case "text":
       addText(turn, str(event.text));
       turn.status = "answering…";
@@ -186,73 +220,69 @@ export function failTurn(turn: Turn, message: string): void {
   turn.status = "";
 }
 
-export interface HistoryMessage {
-  kind?: string;
-  role?: string;
-  content?: string | null;
-  toolCalls?: { id?: string; name?: string; arguments?: string }[];
-  toolCallId?: string;
-  toolName?: string;
-  metadata?: Record<string, unknown>;
-  /** User messages: what the server told the model first (a rejected edit…), as data. */
-  notes?: string[];
+/** One turn as the server's display-ready history gives it (agentls/turns). */
+export interface TurnRecord {
+  index?: number;
+  runId?: string | null;
+  user?: { text?: string; attachments?: Chip[]; refused?: Refused[]; notes?: string[];
+           trimmed?: string[] };
+  model?: string | null;
+  mode?: string | null;
+  steps?: ({ kind: "text"; text?: string } |
+           { kind: "toolCall"; id?: string; name?: string; arguments?: string; ok?: boolean | null;
+             summary?: string })[];
+  changes?: { text?: string; applied?: boolean | null };
+  outcome?: string | null;
+  durationMs?: number | null;
 }
 
-/** A stored session (agentls/history) as turns: user messages start turns, assistant text and
- * tool calls fill them, tool results complete the calls. System messages are not shown. */
-export function fromHistory(sessionId: string, messages: HistoryMessage[]): PanelModel {
+/** A stored session (agentls/turns) as the panel's turns: each record is drawn as it is,
+ * nothing re-derived (the server says what the person wrote, what was attached, the notes,
+ * each tool call's summary, the edit's fate and the model that answered). */
+export function fromTurns(sessionId: string, records: TurnRecord[]): PanelModel {
   const model = emptyModel(sessionId);
-  let turn: Turn | undefined;
-  for (const m of messages) {
-    if ((m.kind ?? "message") !== "message") continue;
-    if (m.role === "user") {
-      turn = startTurn(model, m.content ?? "");
-      turn.state = "done";
-      turn.status = "";
-      for (const text of m.notes ?? []) turn.parts.push({ type: "note", level: "info", text });
-    } else if (turn && m.role === "assistant") {
-      if (m.content) addText(turn, (turn.parts.length ? "\n\n" : "") + m.content);
-      for (const call of m.toolCalls ?? []) {
-        turn.parts.push({ type: "tool", callId: call.id ?? "", name: call.name ?? "",
-                          arguments: call.arguments ?? "" });
-      }
-    } else if (turn && m.role === "tool") {
-      const call = turn.parts.find((p) => p.type === "tool" && p.callId === m.toolCallId);
-      if (call && call.type === "tool") Object.assign(call, toolOutcome(m.content ?? ""));
+  for (const record of records) {
+    const user = record.user ?? {};
+    const turn = startTurn(model, user.text ?? "");
+    turn.chips = user.attachments ?? [];
+    turn.refused = user.refused ?? [];
+    for (const text of [...(user.notes ?? []), ...(user.trimmed ?? [])]) {
+      turn.parts.push({ type: "note", level: "info", text });
     }
+    for (const step of record.steps ?? []) {
+      if (step.kind === "text") {
+        if (step.text) turn.parts.push({ type: "text", text: step.text });
+      } else {
+        turn.parts.push({ type: "tool", callId: step.id ?? "", name: step.name ?? "",
+                          arguments: step.arguments ?? "",
+                          ok: step.ok === null || step.ok === undefined ? undefined : step.ok,
+                          summary: step.summary || undefined });
+      }
+    }
+    const changes = record.changes;
+    if (changes?.text) {
+      turn.editOutcome = changes.applied === true ? `Edit applied: ${changes.text}.`
+        : changes.applied === false ? `Edit not applied: ${changes.text}.`
+          : `Edit not sent: ${changes.text}.`;
+    }
+    const outcome = record.outcome ?? "done";
+    turn.state = outcome === "cancelled" ? "cancelled" : outcome === "error" ? "error" : "done";
+    turn.status = outcome === "done" ? "" : outcome.replace(/_/g, " ");
+    const took = typeof record.durationMs === "number" ? `${(record.durationMs / 1000).toFixed(1)} s` : "";
+    turn.answeredBy = [record.model, record.mode, took].filter(Boolean).join(" · ") || undefined;
   }
   return model;
 }
 
-/** JSON-RPC InvalidParams: what the server answers agentls/history for a session it does not
+/** JSON-RPC InvalidParams: what the server answers agentls/turns for a session it does not
  * have (deleted, or another workspace's). Any other failure is worth another try. */
 const INVALID_PARAMS = -32602;
 
-/** After a failed agentls/history at start-up: forget the stored session id only when the
+/** After a failed agentls/turns at start-up: forget the stored session id only when the
  * server says the session does not exist; otherwise try again, then keep the id. */
 export function restoreFailure(error: unknown, attempt: number, attempts: number):
     "forget" | "retry" | "keep" {
   const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
   if (code === INVALID_PARAMS) return "forget";
   return attempt < attempts ? "retry" : "keep";
-}
-
-/** A stored tool result (usually the tool's JSON answer) as ok + a one-line summary. */
-function toolOutcome(content: string): { ok: boolean; summary: string } {
-  try {
-    const data = JSON.parse(content) as Record<string, unknown>;
-    if (data && typeof data === "object" && "ok" in data) {
-      const ok = data.ok !== false;
-      const detail = ok ? "" : String(data.error ?? data.message ?? "");
-      return { ok, summary: firstLine(ok ? "ok" : `failed${detail ? `: ${detail}` : ""}`) };
-    }
-  } catch {
-    // plain text
-  }
-  return { ok: true, summary: firstLine(content) };
-}
-
-function firstLine(text: string): string {
-  const line = text.split("\n", 1)[0] ?? "";
-  return line.length > 120 ? `${line.slice(0, 117)}…` : line;
 }

@@ -1,0 +1,72 @@
+"""What the VS Code end-to-end run needs besides its static script (run by e2e/run.mjs).
+
+* A stored session of TURNS turns in the workspace's ``.agentls/state.db``, titled
+  ``BENCH_TITLE``, written through the engine's own SessionStore (as if those turns had
+  happened): the panel opens it from its History button (its latest 200 turns, one page),
+  then streams a long answer into those 200 turns.
+* The scripted model's script: e2e/script.yaml plus one step answering
+  ``LONG_PROMPT`` with a LINES-line Markdown answer (paragraphs and code blocks), streamed in
+  small pieces, so the panel's time per chunk can be compared early and late in the answer.
+
+Usage: python bench_setup.py WORKSPACE SCRIPT_IN SCRIPT_OUT
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+from agentls.engine.sessions import SessionStore
+from agentls.llm.messages import Message
+
+TURNS = 1000  # the panel opens the latest 200 (one page of agentls/turns)
+LINES = 2000
+BENCH_TITLE = "Bench: a 1,000-turn conversation"
+LONG_PROMPT = "Stream the long answer"
+CHUNK = 32  # characters per streamed piece: ~1,230 pieces for the 2,000 lines
+DELAY_S = 0.004
+
+
+def long_answer(lines: int = LINES) -> str:
+    """Sections of a heading, a paragraph and a short code block, cut at ``lines`` lines."""
+    out: list[str] = []
+    k = 0
+    while len(out) < lines:
+        k += 1
+        out += [f"### Step {k}", "",
+                f"Step {k} changes `value_{k}` so that the total stays **consistent** when "
+                f"the input grows; see the function below.", "",
+                "```python", f"def step_{k}(x):", f"    return x + {k}", "```", ""]
+    text = "\n".join(out[:lines])
+    # Close a fence the cut left open, so the answer is well-formed Markdown.
+    return text + "\n```\n" if text.count("```") % 2 else text + "\n"
+
+
+def seed(workspace: Path) -> None:
+    with SessionStore.for_workspace(workspace) as store:
+        session = store.create_session(backend="openai", model="scripted-model",
+                                       title=BENCH_TITLE)
+        for k in range(1, TURNS + 1):
+            question = f"Question {k}: what does step {k} do?"
+            store.append(session.id, Message(role="user", content=question))
+            store.append(session.id, Message(role="assistant", content=(
+                f"Step {k} adds {k} to its input:\n\n```python\ndef step_{k}(x):\n"
+                f"    return x + {k}\n```\n\nNothing else changes.")))
+
+
+def script(source: Path, target: Path) -> None:
+    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data["steps"].append({
+        "name": "long-answer", "match": {"user": LONG_PROMPT}, "times": "*",
+        "reply": {"chunk_size": CHUNK, "delay_s": DELAY_S, "text": long_answer()},
+    })
+    target.write_text(json.dumps(data), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    workspace, script_in, script_out = (Path(a) for a in sys.argv[1:4])
+    seed(workspace)
+    script(script_in, script_out)

@@ -1,0 +1,146 @@
+// The conversation's options and context, from the server: the model and mode of the chat
+// (agentls/models, agentls/setModel, agentls/setMode), shown in the panel's header and the
+// status bar, and the completion of mentions typed in the panel's input (agentls/mentions).
+// The server resolves what a mention points at; this module only fills in what the editor
+// alone knows (the current buffer, the selection, the diagnostics it shows).
+import * as vscode from "vscode";
+import type { LanguageClient } from "vscode-languageclient/node";
+import { messageOf } from "./chat";
+import type { ChatPanel } from "./panel";
+import type { StatusItem } from "./status";
+
+const METHOD_NOT_FOUND = -32601;
+
+interface ModeOption { name: string; label: string; description: string }
+interface BackendOption {
+  name: string; model: string; models: string[]; status: string; detail: string; active: boolean;
+}
+interface ModelsAnswer {
+  backends: BackendOption[];
+  modes: ModeOption[];
+  defaultMode: string;
+  session?: { sessionId: string; backend: string; model: string; mode: string };
+}
+interface OptionsAnswer { sessionId: string; backend: string; model: string; mode: string; message: string }
+
+export interface MentionItem { label: string; kind: string; detail?: string; reference: Record<string, unknown> }
+
+export class Conversation {
+  /** Chosen before the chat has a session: sent with its first request. */
+  private pending: { model?: string; backend?: string; mode?: string } = {};
+  private modes: ModeOption[] = [];
+  private supported = true;
+
+  constructor(private readonly client: () => LanguageClient | undefined,
+              private readonly panel: ChatPanel, private readonly status: StatusItem) {}
+
+  /** The header and status bar for `sessionId` (none: a new chat, the defaults). */
+  async refresh(sessionId: string | undefined): Promise<void> {
+    const answer = await this.request<ModelsAnswer>("agentls/models", sessionId ? { sessionId } : {});
+    if (!answer) {
+      this.panel.options(null);
+      return;
+    }
+    this.modes = answer.modes;
+    const active = answer.backends.find((b) => b.active);
+    const shown = answer.session ?? {
+      backend: this.pending.backend ?? active?.name ?? "",
+      model: this.pending.model ?? active?.model ?? "",
+      mode: this.pending.mode ?? answer.defaultMode,
+    };
+    this.panel.options({ model: shown.model, backend: shown.backend, mode: shown.mode, modes: this.modes });
+    this.status.setSession([shown.model, shown.mode].filter(Boolean).join(" · "));
+  }
+
+  /** What a chat request carries besides the prompt: the options chosen for a new chat. */
+  chatParams(sessionId: string | undefined): Record<string, unknown> {
+    if (sessionId) return {};
+    const params = { ...this.pending };
+    this.pending = {};
+    return Object.fromEntries(Object.entries(params).filter(([, v]) => v));
+  }
+
+  async chooseModel(sessionId: string | undefined): Promise<void> {
+    const answer = await this.request<ModelsAnswer>("agentls/models", sessionId ? { sessionId } : {});
+    if (!answer) {
+      void vscode.window.showWarningMessage("AgentLS: this server cannot switch models; set agentls.model.");
+      return;
+    }
+    const current = answer.session?.model;
+    // Backends that run an agent CLI answer chats their own way: not offered here.
+    const items = answer.backends.filter((b) => b.status !== "cli").flatMap((b) =>
+      (b.models.length ? b.models : [b.model]).filter(Boolean).map((model) => ({
+      label: model, description: b.name + (model === current ? " · current" : ""),
+      detail: b.status === "available" ? undefined : `${b.status}: ${b.detail}`,
+      backend: b.name, model,
+    })));
+    const picked = await vscode.window.showQuickPick(items, {
+      title: "AgentLS: Model for this chat", placeHolder: "The model that answers the next turn",
+      matchOnDescription: true,
+    });
+    if (!picked) return;
+    if (!sessionId) {
+      this.pending.model = picked.model;
+      this.pending.backend = picked.backend;
+    } else {
+      const done = await this.request<OptionsAnswer>(
+        "agentls/setModel", { sessionId, model: picked.model, backend: picked.backend }, true);
+      if (done) void vscode.window.setStatusBarMessage(`AgentLS: ${done.message}`, 4000);
+    }
+    await this.refresh(sessionId);
+  }
+
+  async setMode(sessionId: string | undefined, mode: string): Promise<void> {
+    if (!sessionId) {
+      this.pending.mode = mode;
+    } else {
+      const done = await this.request<OptionsAnswer>("agentls/setMode", { sessionId, mode }, true);
+      if (done) void vscode.window.setStatusBarMessage(`AgentLS: ${done.message}`, 4000);
+    }
+    await this.refresh(sessionId);
+  }
+
+  /** Completion for a mention being typed: `#sel` -> #selection, `@calc` -> a file ... */
+  async mentions(id: number, query: string): Promise<void> {
+    const answer = await this.request<{ items: MentionItem[] }>("agentls/mentions", { query, limit: 20 });
+    this.panel.mentionItems(id, answer?.items ?? []);
+  }
+
+  private async request<T>(method: string, params: object, loud = false): Promise<T | undefined> {
+    const client = this.client();
+    if (!client?.isRunning() || !this.supported) return undefined;
+    try {
+      return await client.sendRequest<T>(method, params);
+    } catch (error) {
+      if ((error as { code?: unknown }).code === METHOD_NOT_FOUND) {
+        this.supported = false; // an older server: no header, no completion
+      } else if (loud) {
+        void vscode.window.showErrorMessage(`AgentLS: ${messageOf(error)}`);
+      }
+      return undefined;
+    }
+  }
+}
+
+/** A mention's reference with what only the editor knows: the buffer, the selection, the
+ * diagnostics it shows. */
+export function completeReference(reference: Record<string, unknown>): Record<string, unknown> {
+  const editor = vscode.window.activeTextEditor;
+  const kind = reference.kind;
+  if (!editor || reference.uri || !["buffer", "selection", "diagnostics"].includes(String(kind))) {
+    return reference;
+  }
+  const uri = editor.document.uri.toString();
+  if (kind === "buffer") return { ...reference, uri };
+  if (kind === "selection") {
+    const s = editor.selection;
+    return { ...reference, uri, range: { start: { line: s.start.line, character: s.start.character },
+                                         end: { line: s.end.line, character: s.end.character } } };
+  }
+  const diagnostics = vscode.languages.getDiagnostics(editor.document.uri).map((d) => ({
+    uri, message: d.message, severity: d.severity + 1, source: d.source,
+    range: { start: { line: d.range.start.line, character: d.range.start.character },
+             end: { line: d.range.end.line, character: d.range.end.character } },
+  }));
+  return { ...reference, uri, diagnostics };
+}

@@ -1,0 +1,72 @@
+"""``agentls/proposeEdit``: text the person picked in the chat (a code block's *Apply*)
+proposed as the replacement of a range of an open document, through the same review as an
+agent's edit: a ChangeSet sent by ``delivery.deliver`` (the one path: planned into one
+``workspace/applyEdit`` with ``needsConfirmation`` where the client supports it, so VS Code
+opens its refactor preview; the answer checked against the documents and recorded in the
+chat's session, so the model hears what became of it).
+
+Params ``{sessionId, uri, range, text}``; answers ``{applied, failureReason?}``. A document
+the editor has not opened, or one the workspace fence hides, is refused with the reason.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pygls.exceptions import JsonRpcInvalidParams
+
+from agentls.lsp import documents, protocol
+from agentls.lsp.handlers import logged, refused_error
+from agentls.lsp.protocol import ParamsError
+from agentls.lsp.runs import TurnRefused
+
+if TYPE_CHECKING:
+    from agentls.lsp.context import ServerContext
+
+LABEL = "AgentLS: apply the code block"
+
+
+async def propose_edit(ls: ServerContext, params: Any) -> dict[str, Any]:
+    from agentls.lsp import delivery
+    from agentls.tools.changeset import ChangeSet
+    from agentls.tools.workspace import FenceError
+
+    try:
+        session_id, uri, rng, text = protocol.parse_propose_edit(params)
+    except ParamsError as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
+    document = ls.workspace.text_documents.get(uri)
+    path = documents.path_of(uri)
+    if document is None or path is None:
+        raise JsonRpcInvalidParams(f"{uri} is not open in the editor: open the file, select "
+                                   "what the code replaces, then Apply again")
+    try:
+        host = await ls.engine()
+    except TurnRefused as exc:
+        raise refused_error(exc) from None
+    if host.store.get_session(session_id) is None:
+        raise JsonRpcInvalidParams(f"no session {session_id}: apply a code block of a chat "
+                                   "in this workspace")
+    workspace = ls.new_workspace()
+    try:
+        target = workspace.resolve(str(path))
+    except FenceError as exc:
+        raise JsonRpcInvalidParams(f"AgentLS does not change {path.name}: {exc}") from None
+    current = document.source
+    start, end = document.offset_at_position(rng.start), document.offset_at_position(rng.end)
+    if start > end:
+        raise JsonRpcInvalidParams("'range' ends before it starts")
+    changes = ChangeSet()
+    changes.update(target.abs, current[:start] + text + current[end:],
+                   base=workspace.base_of(target))
+    outcome = await delivery.deliver(ls, host.store, delivery.Outgoing(
+        session_id, changes, None, workspace.display_path, label=LABEL))
+    out: dict[str, Any] = {"applied": bool(outcome.applied)}
+    reason = outcome.message or outcome.failure_reason
+    if reason:
+        out["failureReason"] = reason
+    return out
+
+
+def setup(server: ServerContext) -> None:
+    server.feature(protocol.PROPOSE_EDIT)(logged(propose_edit))
