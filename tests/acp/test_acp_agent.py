@@ -292,3 +292,45 @@ async def test_mcp_servers_from_session_new(server: ReplayServer, project: Path)
     assert start.title == "get_current_time (time MCP server)"
     thoughts = "".join(u.content.text for u in client.of("agent_thought_chunk"))
     assert "'old' was left out" in thoughts
+
+
+async def test_cancel_stops_a_running_command(server: ReplayServer, project: Path) -> None:
+    marker = "31.25"  # a sleep no one else runs, to find its process
+    server.load({"steps": [
+        {"match": {"tool_results": False}, "reply": {"tool_calls": [
+            {"id": "s1", "name": "shell_exec", "arguments": {"command": f"sleep {marker}"}}]}},
+        {"match": {"tool": "shell_exec"}, "reply": {"text": "slept"}},
+    ]})
+    client = RecordingClient()
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        await initialized(conn, client)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        turn = asyncio.create_task(conn.prompt(session_id=session.session_id,
+                                               prompt=[acp.text_block("wait")]))
+        for _ in range(500):
+            if _running(marker):
+                break
+            await asyncio.sleep(0.02)
+        assert _running(marker), "the command never started"
+        started = asyncio.get_running_loop().time()
+        await conn.cancel(session_id=session.session_id)
+        answer = await asyncio.wait_for(turn, 10)
+        assert asyncio.get_running_loop().time() - started < 5
+        for _ in range(100):
+            if not _running(marker):
+                break
+            await asyncio.sleep(0.05)
+    assert answer.stop_reason == "cancelled"
+    assert not _running(marker), "the command outlived the cancel"
+
+
+def _running(marker: str) -> bool:
+    """Whether a process whose command line is ``sleep <marker>`` exists (read from /proc)."""
+    for proc in Path("/proc").iterdir():
+        try:
+            words = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if Path(words[0].decode(errors="replace")).name == "sleep" and marker.encode() in words:
+            return True
+    return False

@@ -158,3 +158,35 @@ async def test_secrets_never_reach_the_client(server: ReplayServer, project: Pat
         await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("leak it")])
     shown = client.text()
     assert SECRET not in shown and "[REDACTED]" in shown
+
+
+async def test_client_going_away_mid_turn_ends_the_agent(server: ReplayServer,
+                                                         project: Path) -> None:
+    """The editor closes the stream while a command runs: the turn is stopped, the command
+    with it, and the process exits."""
+    from tests.acp.test_acp_agent import _running
+
+    marker = "32.75"
+    server.load({"steps": [{"match": {"tool_results": False}, "reply": {"tool_calls": [
+        {"id": "s1", "name": "shell_exec", "arguments": {"command": f"sleep {marker}"}}]}}]})
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agentls", "acp", stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        env=scripted_env(server), cwd=str(project))
+    agent = RawAgent(process)
+    await agent.request(1, "initialize", {"protocolVersion": 1})
+    session = (await agent.request(2, "session/new", {"cwd": str(project),
+                                                      "mcpServers": []}))["result"]
+    await agent.send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                                 "params": {"sessionId": session["sessionId"],
+                                            "prompt": [{"type": "text", "text": "wait"}]}
+                                 }).encode())
+    for _ in range(500):
+        if _running(marker):
+            break
+        await asyncio.sleep(0.02)
+    assert _running(marker)
+    assert process.stdin is not None
+    process.stdin.close()
+    await asyncio.wait_for(process.wait(), 15)
+    assert not _running(marker)

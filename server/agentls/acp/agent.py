@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SESSION_BUSY = -32002
+SHUTDOWN_GRACE_S = 3.0  # how long a closing connection waits for cancelled turns to settle
 STOP_REASONS = {"done": "end_turn", "max_iterations": "max_turn_requests",
                 "cancelled": "cancelled", "no_progress": "end_turn", "timeout": "end_turn",
                 "error": "end_turn"}
@@ -402,10 +403,19 @@ class AgentLsAcp:
             log.error("background work failed", exc_info=task.exception())
 
     async def aclose(self) -> None:
+        """The client closed the stream: stop what runs (each turn settles its session), then
+        close the engines (MCP servers, model clients, stores)."""
+        turns = [s.turn for s in self._sessions.values()
+                 if s.turn is not None and not s.turn.done()]
         for session in self._sessions.values():
-            if session.turn is not None and not session.turn.done():
-                session.cancelled = True
-                session.turn.cancel()
+            session.cancelled = True
+        for turn in turns:
+            turn.cancel()
+        if turns:
+            _, stuck = await asyncio.wait(turns, timeout=SHUTDOWN_GRACE_S)
+            for turn in stuck:
+                log.warning("a turn did not stop within %s s: %s", SHUTDOWN_GRACE_S,
+                            turn.get_name())
         for host in self._hosts.values():
             await host.aclose()
 
