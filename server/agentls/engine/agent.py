@@ -14,6 +14,7 @@ life, from its first request to its result, and cutting it would scatter that st
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -174,10 +175,14 @@ class Agent:
         workspace: Workspace,
         *,
         run_id: str | None = None,
+        session_held: bool = False,
     ) -> RunResult:
-        """Run one request on a session; waits its turn if the session is busy."""
+        """Run one request on a session; waits its turn in ``self.queue`` if the session is
+        busy (``session_held``: the caller holds the session's turn already, as the editor
+        does through the delivery of the edit: one queue per session, not two)."""
         run_id = run_id or self.new_run_id()
-        async with self.queue.turn(session_id):
+        turn = contextlib.nullcontext() if session_held else self.queue.turn(session_id)
+        async with turn:
             inner = asyncio.create_task(
                 self._run(session_id, run_id, request, frontend, workspace),
                 name=f"agentls-run-{run_id}",

@@ -193,7 +193,7 @@ async def run_action(ls: ServerContext, data: ActionData,
         max_iterations=MAX_ITERATIONS, progress_title=spec.title, rate_limited=False,
         interactive=False, send_edit=False)
     try:
-        turn = await ls.run_agent(request)
+        turn = await ls.runs.run(request)
     except TurnRefused as exc:
         return ActionOutcome(spec, message=exc.message, message_type=lsp.MessageType.Error)
     outcome = ActionOutcome(spec, turn=turn, text=turn.text)

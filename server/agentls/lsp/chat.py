@@ -141,7 +141,7 @@ async def run_chat(ls: ServerContext, params: ChatParams) -> ChatResult:
     request = TurnRequest(params.prompt, session_id=session_id,
                           attachments=attachments, chips=chips, refused=refused,
                           work_done_token=params.work_done_token)
-    turn = await ls.run_agent(request)
+    turn = await ls.runs.run(request, host)  # the engine, awaited once above
     return turn.chat_result()
 
 
@@ -226,7 +226,7 @@ def setup(server: ServerContext) -> None:
     # agentls.cancel takes {runId} or the id itself as its argument.
     @request(server, protocol.CANCEL, command=protocol.CMD_CANCEL, command_params=list)
     async def cancel(ls: ServerContext, params: Any) -> dict[str, bool]:
-        return {"cancelled": ls.cancel_run(protocol.parse_run_id(params))}
+        return {"cancelled": ls.runs.cancel(protocol.parse_run_id(params))}
 
     @request(server, protocol.SESSIONS)
     async def sessions(ls: ServerContext, params: Any) -> dict[str, Any]:

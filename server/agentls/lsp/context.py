@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from agentls.config import Settings
     from agentls.engine.host import EngineHost
     from agentls.lsp.resolved_settings import ResolvedSettings
-    from agentls.lsp.turn import Turn, TurnRequest
+    from agentls.lsp.runs import RunManager
     from agentls.tools.workspace import Workspace
 
 
@@ -36,6 +36,7 @@ class ServerContext(LanguageServer):
     fetched_client: dict[str, Any] | None  # the section as last fetched, before it resolves
     settings_listeners: list[Callable[[], None]]  # called after each reload
     file_listeners: list[Callable[[list[str]], None]]  # called with saved/changed file URIs
+    runs: RunManager  # one turn from request to delivered edit (lsp/runs.py)
 
     # --- workspace
     @property
@@ -100,11 +101,6 @@ class ServerContext(LanguageServer):
     @abstractmethod
     def files_changed(self, uris: list[str]) -> None: ...
 
-    @abstractmethod
-    async def run_agent(self, request: TurnRequest) -> Turn: ...
-
-    @abstractmethod
-    def cancel_run(self, run_id: str) -> bool: ...
 
     # --- housekeeping
     @abstractmethod

@@ -1,6 +1,6 @@
 """Running the agent for the editor: one turn from request to delivered edit.
 
-Chat, commands and code actions all go through ``RunManager.run`` (``ls.run_agent``):
+Chat, commands and code actions all go through ``RunManager.run`` (``ls.runs.run``):
 
 1. the session (given, or a new one) and a run id; ``$/progress`` starts;
 2. the session's queue: one turn at a time per session, in arrival order, at most
@@ -63,14 +63,14 @@ class _Active:
 class RunManager:
     def __init__(self, ls: ServerContext, settings: LspSettings) -> None:
         self._ls = ls
-        self.queue = SessionQueue(settings.chat_queue_limit)
+        self.queue_limit = settings.chat_queue_limit  # on the engine's one queue per session
         self.rate = ChatRateLimiter(settings.chat_requests_per_minute,
                                     max_waiting=settings.chat_queue_limit)
         self._active: dict[str, _Active] = {}
         self.requested = 0  # runs asked for since the server started
 
     def configure(self, settings: LspSettings) -> None:
-        self.queue.limit = settings.chat_queue_limit
+        self.queue_limit = settings.chat_queue_limit
         self.rate.per_minute = settings.chat_requests_per_minute
         self.rate.max_waiting = settings.chat_queue_limit
 
@@ -105,12 +105,16 @@ class RunManager:
     def _cancel_quietly(self, run_id: str) -> None:
         self.cancel(run_id)
 
-    async def run(self, request: TurnRequest) -> Turn:
+    async def run(self, request: TurnRequest, host: EngineHost | None = None) -> Turn:
+        """Run one turn of the agent for the editor (``host``: the engine, when the caller
+        has it already). Raises ``TurnRefused`` when it cannot start; a cancelled caller
+        cancels the run."""
         from agentls.lsp.frontend import LspFrontend
         from agentls.lsp.progress import RunProgress
 
         self.requested += 1
-        host = await self._ls.engine()
+        if host is None:
+            host = await self._ls.engine()
         session_id = self._session(host, request)
         run_id = host.agent.new_run_id()
         progress = RunProgress(self._ls, request.progress_title,
@@ -152,20 +156,25 @@ class RunManager:
         session_id = frontend.session_id
         turn = active.turn
         refused = False
+        # The engine's queue: one per session for every front door; the editor holds the
+        # session's turn through the delivery of the edit, so the next turn reads the files
+        # as the person left them (Agent.run(session_held=True) does not queue again).
+        queue = host.agent.queue
+        queue.limit = self.queue_limit
         try:
-            ahead = self.queue.waiting(session_id) + self.queue.busy(session_id)
-            if ahead and self.queue.waiting(session_id) >= self.queue.limit:
+            ahead = queue.waiting(session_id) + queue.busy(session_id)
+            if ahead and queue.waiting(session_id) >= queue.limit:
                 refused = True
-                raise self._busy(session_id)
+                raise self._busy(session_id, queue)
             if ahead:
                 frontend.status(f"waiting for {ahead} earlier request{_s(ahead)} on this "
                                 "session", waiting=ahead)
             try:
-                async with self.queue.turn(session_id), self._process_lock(session_id, frontend):
+                async with queue.turn(session_id), self._process_lock(session_id, frontend):
                     await self._run_in_turn(host, request, frontend, active)
             except SessionBusy:
                 refused = True
-                raise self._busy(session_id) from None
+                raise self._busy(session_id, queue) from None
             except RateLimitFull as exc:
                 refused = True
                 raise TurnRefused(
@@ -202,7 +211,7 @@ class RunManager:
         active.phase = "running"
         try:
             result = await host.agent.run(session_id, run_request, frontend, workspace,
-                                          run_id=run_id)
+                                          run_id=run_id, session_held=True)
         except BackendError as exc:  # the session's backend could not even be set up
             error = _error_payload(host, session_id, str(exc), exc.kind, exc.hint)
             frontend.error(error["message"], exc.kind, error.get("hint", ""))
@@ -256,13 +265,13 @@ class RunManager:
         finally:
             lock.release()
 
-    def _busy(self, session_id: str) -> TurnRefused:
+    def _busy(self, session_id: str, queue: SessionQueue) -> TurnRefused:
         retry = math.ceil(self.rate.retry_after()) if self.rate.delay() > 0 else None
         when = (f"retry in about {retry} s" if retry
                 else "retry once the running request has finished")
         return TurnRefused(
-            f"AgentLS: session {session_id} already has {self.queue.waiting(session_id)} chat "
-            f"requests waiting (agentls.lsp.chat_queue_limit = {self.queue.limit}); {when}, "
+            f"AgentLS: session {session_id} already has {queue.waiting(session_id)} chat "
+            f"requests waiting (agentls.lsp.chat_queue_limit = {queue.limit}); {when}, "
             "or start a new session.", data={"retryAfter": retry})
 
 

@@ -44,7 +44,6 @@ from agentls.lsp.handlers import logged as logged  # re-exported for older impor
 from agentls.lsp.handlers import refused_error as refused_error
 from agentls.lsp.protocol import plain_response
 from agentls.lsp.runs import RUN_IMPORTS, RunManager, TurnRefused
-from agentls.lsp.turn import Turn, TurnRequest
 from agentls.redaction import redact_data
 
 if TYPE_CHECKING:
@@ -362,14 +361,6 @@ class AgentLanguageServer(ServerContext):
         await self._contexts.refresh(self.new_workspace(), after_change=True)
         log.info("project facts gathered in the background after files changed (%.0f ms)",
                  (time.perf_counter() - started) * 1000)
-
-    async def run_agent(self, request: TurnRequest) -> Turn:
-        """Run one turn of the agent for the editor (see lsp/runs.py). Raises ``TurnRefused``
-        when it cannot start; a cancelled caller cancels the run."""
-        return await self.runs.run(request)
-
-    def cancel_run(self, run_id: str) -> bool:
-        return self.runs.cancel(run_id)
 
     # --- housekeeping -----------------------------------------------------------------------------
 
