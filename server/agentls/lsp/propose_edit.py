@@ -16,9 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pygls.exceptions import JsonRpcInvalidParams
 
 from agentls.lsp import documents, protocol
-from agentls.lsp.handlers import logged, refused_error
-from agentls.lsp.protocol import ParamsError
-from agentls.lsp.runs import TurnRefused
+from agentls.lsp.handlers import request
 
 if TYPE_CHECKING:
     from agentls.lsp.context import ServerContext
@@ -31,19 +29,13 @@ async def propose_edit(ls: ServerContext, params: Any) -> dict[str, Any]:
     from agentls.tools.changeset import ChangeSet
     from agentls.tools.workspace import FenceError
 
-    try:
-        session_id, uri, rng, text = protocol.parse_propose_edit(params)
-    except ParamsError as exc:
-        raise JsonRpcInvalidParams(str(exc)) from None
+    session_id, uri, rng, text = protocol.parse_propose_edit(params)
     document = ls.workspace.text_documents.get(uri)
     path = documents.path_of(uri)
     if document is None or path is None:
         raise JsonRpcInvalidParams(f"{uri} is not open in the editor: open the file, select "
                                    "what the code replaces, then Apply again")
-    try:
-        host = await ls.engine()
-    except TurnRefused as exc:
-        raise refused_error(exc) from None
+    host = await ls.engine()
     if host.store.get_session(session_id) is None:
         raise JsonRpcInvalidParams(f"no session {session_id}: apply a code block of a chat "
                                    "in this workspace")
@@ -69,4 +61,4 @@ async def propose_edit(ls: ServerContext, params: Any) -> dict[str, Any]:
 
 
 def setup(server: ServerContext) -> None:
-    server.feature(protocol.PROPOSE_EDIT)(logged(propose_edit))
+    request(server, protocol.PROPOSE_EDIT)(propose_edit)
