@@ -4,7 +4,8 @@ The SDK's transports and ``ClientSession`` are context managers bound to the tas
 them, so each connection has one holder task that enters them, answers ``ready`` and waits
 to be told to stop; tool calls from any run go through the session it holds. A server that
 dies is restarted once (on the next call); a second death leaves it ``failed``, with its
-stderr's last lines in the error, until the settings change or the session ends.
+stderr's last lines in the error, until the settings change or the engine ends. One that
+did not start is tried again on the first use a minute later (installed meanwhile, say).
 
 Sampling and elicitation are refused with a clear error (the client offers neither); a server
 that prints what is not JSON-RPC has those lines counted and quoted if it never answers.
@@ -30,6 +31,8 @@ log = logging.getLogger(__name__)
 
 State = Literal["stopped", "starting", "running", "failed"]
 MAX_RESTARTS = 1
+START_RETRY_S = 60.0
+"""A server that failed to start is started again on the first use after this long."""
 _STDERR_TAIL = 800
 
 
@@ -80,6 +83,7 @@ class McpConnection:
         self.note = "remote (streamable HTTP)" if launch is None else ""
         self.restarts = 0
         self.refusals = Refusals()
+        self._start_failed_at: float | None = None  # when it last failed to start
         self.start_seconds: float | None = None
         self._session: Any = None
         self._holder: asyncio.Task[None] | None = None
@@ -96,7 +100,12 @@ class McpConnection:
             if self.state == "running" and self._alive():
                 return
             if self.state == "failed":
-                raise McpServerError(self.error or f"MCP server {self.name!r} failed")
+                # A server that did not start (not installed yet, a typo in its env) is tried
+                # again a while later; one that crashed twice stays failed.
+                since = time.monotonic() - (self._start_failed_at or 0.0)
+                if self._start_failed_at is None or since < START_RETRY_S:
+                    raise McpServerError(self.error or f"MCP server {self.name!r} failed")
+                self._start_failed_at = None
             if self.state == "running":  # it died since the last call
                 await self._halt()
                 if not self._may_restart("exited"):
@@ -112,6 +121,7 @@ class McpConnection:
             self._launch = self._make_launch() if self._make_launch is not None else None
         except LaunchError as exc:
             self._fail(f"MCP server {self.name!r} cannot start: {exc}")
+            self._start_failed_at = time.monotonic()
             raise McpServerError(self.error or "") from exc
         if self._launch is not None:
             self.note = self._launch.note
@@ -129,10 +139,12 @@ class McpConnection:
             self._fail(self._start_failure(
                 f"did not answer initialize within {self.config.startup_timeout_s:g} s "
                 f"(mcp.servers.{self.name}.startup_timeout_s)"))
+            self._start_failed_at = time.monotonic()
             raise McpServerError(self.error or "") from None
         except Exception as exc:
             await self._halt()
             self._fail(self._start_failure(_describe(exc)))
+            self._start_failed_at = time.monotonic()
             raise McpServerError(self.error or "") from exc
         self.start_seconds = time.perf_counter() - began
         self.state = "running"

@@ -155,3 +155,26 @@ async def test_unsandboxed_the_environment_is_still_cleared(
         assert env.content[0].text == "<unset>" and other.content[0].text == "<unset>"
     finally:
         await conn.aclose()
+
+
+async def test_a_server_that_did_not_start_is_tried_again_a_while_later(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentls.tools.mcp import connection as module
+
+    program = tmp_path / "bin" / "my-mcp-server"
+    config = McpServerConfig(command=str(program), sandbox=False)
+    conn = McpConnection("late", config, lambda: stdio_launch(
+        "late", config, SandboxSettings(), Workspace([tmp_path]), secret_env=None))
+    try:
+        with pytest.raises(McpServerError, match="is not an executable file"):
+            await conn.start()
+        program.parent.mkdir()
+        program.write_text(f"#!/bin/sh\nexec {sys.executable} {FAULTY}\n")
+        program.chmod(0o755)
+        with pytest.raises(McpServerError, match="is not an executable file"):
+            await conn.start()  # right away: the same error, no new attempt
+        monkeypatch.setattr(module, "START_RETRY_S", 0.0)
+        await conn.start()  # installed since: it starts
+        assert conn.state == "running"
+    finally:
+        await conn.aclose()
