@@ -67,3 +67,16 @@ def test_typescript_client_rejects_the_edit(server: ReplayServer, tmp_path: Path
     assert report["writes"] == []
     assert (project / "src" / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
     assert (project / "src" / "util.py").read_text() == "def double(x):\n    return x + x\n"
+
+
+def test_typescript_client_cancels_then_lists_and_loads(server: ReplayServer,
+                                                        tmp_path: Path) -> None:
+    project = make_project(tmp_path / "project")
+    server.load({"steps": [{"reply": {"text": "word " * 300, "chunk_size": 5,
+                                      "delay_s": 0.02}}]})
+    report = _drive(server, project, "cancel")
+    assert report["stopReason"] == "cancelled"
+    assert report["rawUpdates"] == len(report["updates"])  # all passed the SDK's schema
+    assert report["listed"] is True
+    # The stored session replays its request (the engine keeps no text of a cancelled answer).
+    assert report["replayed"][0] == "user_message_chunk"

@@ -1,6 +1,6 @@
 // Drives `agentls acp` (a real process) with the official TypeScript ACP SDK, a client no
 // one on the AgentLS team wrote. Usage: node drive_agentls.mjs <python> <project> <reply>
-// where <reply> is "allow" or "reject". Prints one JSON report on stdout; the Python test
+// where <reply> is "allow", "reject" or "cancel" (cancel mid-stream, then list and load). Prints one JSON report on stdout; the Python test
 // (tests/acp/test_acp_typescript_client.py) checks it. The model is the scripted one.
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
@@ -51,7 +51,30 @@ const app = acp
     return {};
   });
 
+async function cancelRun(ctx) {
+  await ctx.request("initialize", { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+  const session = await ctx.request("session/new", { cwd: project, mcpServers: [] });
+  const turn = ctx.request("session/prompt", {
+    sessionId: session.sessionId, prompt: [{ type: "text", text: "talk" }],
+  });
+  while (!updates.some((u) => u.sessionUpdate === "agent_message_chunk")) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  await ctx.notify("session/cancel", { sessionId: session.sessionId });
+  const answer = await turn;
+  const listed = await ctx.request("session/list", { cwd: project });
+  const before = updates.length;
+  await ctx.request("session/load", { sessionId: session.sessionId, cwd: project, mcpServers: [] });
+  return {
+    stopReason: answer.stopReason,
+    listed: listed.sessions.map((s) => s.sessionId).includes(session.sessionId),
+    replayed: updates.slice(before).map((u) => u.sessionUpdate),
+    updates,
+  };
+}
+
 const report = await app.connectWith(stream, async (ctx) => {
+  if (reply === "cancel") return cancelRun(ctx);
   const init = await ctx.request("initialize", {
     protocolVersion: acp.PROTOCOL_VERSION,
     clientCapabilities: { fs: { readTextFile: false, writeTextFile: true }, terminal: false },
