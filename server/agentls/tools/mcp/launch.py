@@ -94,6 +94,59 @@ def resolve_command(command: str, environ: Mapping[str, str], cwd: Path) -> str:
     return found
 
 
+def program_paths(command: str, environ: Mapping[str, str]) -> list[str]:
+    """What the sandbox must show of the server's own installation, read-only: homes and
+    ``/tmp`` are hidden in it, and servers usually live there (pipx and uv tools, npm
+    globals under nvm, a venv in the project's parent). The program, its install root (the
+    folder above its ``bin/``: the venv, the node version), and the same for the interpreter
+    its ``#!`` line names. Never a whole home or ``~/.local``."""
+    paths: list[str] = []
+
+    def add(path: str) -> None:
+        real = os.path.realpath(path)
+        paths.append(real)
+        root = _install_root(real, environ)
+        if root is not None:
+            paths.append(root)
+
+    add(command)
+    interpreter = _shebang(os.path.realpath(command))
+    if interpreter is not None:
+        found = shutil.which(interpreter, path=environ.get("PATH")) \
+            if "/" not in interpreter else interpreter
+        if found:
+            add(found)
+    return list(dict.fromkeys(paths))
+
+
+def _install_root(path: str, environ: Mapping[str, str]) -> str | None:
+    folder = os.path.dirname(path)
+    if os.path.basename(folder) != "bin":
+        return None
+    root = os.path.dirname(folder)
+    home = environ.get("HOME") or os.path.expanduser("~")
+    too_wide = {"/", "/usr", "/usr/local", "/opt", home, os.path.join(home, ".local"), "/tmp"}
+    return None if root in too_wide else root
+
+
+def _shebang(path: str) -> str | None:
+    """The interpreter a script's ``#!`` line names (``env NAME`` -> ``NAME``)."""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(512)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", "replace").split()
+    if not words:
+        return None
+    if os.path.basename(words[0]) == "env":
+        rest = [w for w in words[1:] if not w.startswith("-")]
+        return rest[0] if rest else None
+    return words[0]
+
+
 def stdio_launch(name: str, config: McpServerConfig, sandbox: SandboxSettings, ws: Workspace,
                  *, secret_env: str | None, environ: Mapping[str, str] | None = None
                  ) -> Launch:
@@ -119,7 +172,9 @@ def stdio_launch(name: str, config: McpServerConfig, sandbox: SandboxSettings, w
             f"MCP server {name!r} must run in the sandbox and no sandbox can run here "
             f"({status.detail}). Fix: {status.fix}; or set mcp.servers.{name}.sandbox = false "
             "to run it directly (unsafe: it sees your files, keys and network)")
-    settings = sandbox.model_copy(update={"network": config.network})
+    settings = sandbox.model_copy(update={
+        "network": config.network,
+        "read_paths": [*sandbox.read_paths, *program_paths(command, env_in)]})
     env = server_environment(config, env_in, secret_env, home=SANDBOX_HOME, tmpdir=SANDBOX_TMP)
     folder = tempfile.mkdtemp(prefix=f"agentls-mcp-{name}-")
     try:

@@ -178,3 +178,45 @@ async def test_a_server_that_did_not_start_is_tried_again_a_while_later(
         assert conn.state == "running"
     finally:
         await conn.aclose()
+
+
+async def test_a_server_installed_where_the_sandbox_hides_things_still_starts(
+        tmp_path: Path) -> None:
+    # Like a pipx/uv tool or an npm global under nvm: in a folder the sandbox hides (/tmp
+    # here, a home for a person), started through a #! script.
+    tool = tmp_path / "tools" / "faulty-venv"
+    (tool / "bin").mkdir(parents=True)
+    (tool / "lib").mkdir()
+    (tool / "lib" / "server.py").write_text(Path(FAULTY).read_text())
+    program = tool / "bin" / "faulty-server"
+    program.write_text(f"#!{sys.executable}\nimport runpy\n"
+                       f"runpy.run_path({str(tool / 'lib' / 'server.py')!r}, "
+                       "run_name='__main__')\n")
+    program.chmod(0o755)
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    config = McpServerConfig(command=str(program))
+    conn = McpConnection("faulty", config, lambda: stdio_launch(
+        "faulty", config, SandboxSettings(), Workspace([workspace]), secret_env=None))
+    try:
+        await conn.start()
+        assert conn.note.startswith("sandboxed")
+        assert (await conn.call("echo", {"text": "hi"})).content[0].text == "echo: hi"
+        # Only the tool's own folder is shown, not its neighbours.
+        (tmp_path / "tools" / "other.txt").write_text("a neighbour's file")
+        outside = await conn.call("read", {"path": str(tmp_path / "tools" / "other.txt")})
+        assert "No such file" in outside.content[0].text
+    finally:
+        await conn.aclose()
+
+
+def test_program_paths_never_expose_a_whole_home(tmp_path: Path) -> None:
+    from agentls.tools.mcp.launch import program_paths
+
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    script = home / ".local" / "bin" / "tool"
+    script.write_text("#!/usr/bin/env sh\n")
+    paths = program_paths(str(script), {"HOME": str(home), "PATH": "/usr/bin:/bin"})
+    assert str(script) in paths and str(home / ".local") not in paths
+    assert str(home) not in paths
