@@ -80,7 +80,10 @@ def test_a_killed_apply_s_files_go_at_the_next_start_and_git_status_never_shows_
     done = agentls("run", "-p", "fix add", "--cwd", str(project), "--yes", env=env)
 
     assert done.returncode == 0, done.stderr
-    assert "return a + b\n" in (project / "src" / "calc.py").read_text()
+    fixed = (project / "src" / "calc.py").read_text()
+    assert "return a + b\n" in fixed
+    assert "# changed" not in fixed  # the killed apply's one replaced file was put back first
+    assert (project / "src" / "main.py").read_text() == "print('main')\n"
     assert _leftovers(project) == [] and other.exists()
     assert list(journal_dir().glob("*.list")) == []
 
@@ -180,3 +183,98 @@ def test_a_folder_a_dead_apply_made_stays_when_something_else_is_in_it(
     removed = clean_stale()
     assert removed == [made / "inner"]
     assert (made / "kept.txt").exists() and list(journal.glob("*.list")) == []
+
+
+# Loaded by the real `agentls run` through PYTHONPATH: after two of the ChangeSet's files are
+# in place, the write stalls for good, so the test can kill it there.
+STALL_AFTER_TWO = """
+import os, time
+_real_replace = os.replace
+_done = []
+def _stall(src, dst, *args, **kwargs):
+    result = _real_replace(src, dst, *args, **kwargs)
+    if os.fspath(src).endswith(".agentls-tmp"):
+        _done.append(dst)
+        if len(_done) == 2:
+            open(os.environ["AGENTLS_TEST_STALLED"], "w").close()
+            time.sleep(600)
+    return result
+os.replace = _stall
+"""
+
+
+def test_agentls_run_killed_mid_swap_is_undone_at_the_next_start(
+        server: ReplayServer, env: dict[str, str], project: Path, tmp_path: Path) -> None:
+    (project / "src" / "main.py").write_text("print('main')\n")
+    (project / "src" / "util.py").write_text("X = 1\n")
+    before = {p.name: p.read_bytes() for p in (project / "src").iterdir()}
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(STALL_AFTER_TWO)
+    stalled = tmp_path / "stalled"
+    server.load({"steps": [
+        {"match": {"user": "rewrite", "tool_results": False}, "reply": {"tool_calls": [
+            call("write_file", "w1", path="src/calc.py", content="CALC = 'new'\n",
+                 mode="overwrite"),
+            call("write_file", "w2", path="src/new_module.py", content="NEW = 1\n"),
+            call("write_file", "w3", path="src/util.py", content="X = 2\n",
+                 mode="overwrite")]}},
+        {"match": {"user": "rewrite", "tool": "write_file"}, "reply": {"text": "Rewritten."}},
+        {"match": {"user": "hello"}, "reply": {"text": "Hello."}},
+    ]})
+    killed_env = {**env, "AGENTLS_TEST_STALLED": str(stalled),
+                  "PYTHONPATH": os.pathsep.join([str(hooks), env.get("PYTHONPATH", "")])}
+    run = subprocess.Popen([sys.executable, "-m", "agentls", "run", "-p", "rewrite them",
+                            "--cwd", str(project), "--yes"], env=killed_env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not stalled.exists():
+            assert run.poll() is None, "agentls run ended before its write stalled"
+            assert time.monotonic() < deadline, "agentls run never reached its write"
+            time.sleep(0.05)
+        run.send_signal(signal.SIGKILL)  # two of the three files in place
+        run.wait(timeout=10)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    half = {p.name: p.read_bytes() for p in (project / "src").iterdir()
+            if not p.name.endswith(SUFFIXES)}
+    assert half != before  # the moment: part of the ChangeSet is on disk
+
+    done = agentls("run", "-p", "hello", "--cwd", str(project), "--yes", env=env)
+
+    assert done.returncode == 0, done.stderr
+    after = {p.name: p.read_bytes() for p in (project / "src").iterdir()}
+    assert after == before  # all or nothing: nothing of the killed write is left
+    assert list(journal_dir().glob("*.list")) == []
+
+
+def test_the_undo_leaves_a_file_changed_since_and_a_finished_apply_alone(
+        tmp_path: Path) -> None:
+    import hashlib
+    import json
+
+    dead = 2 ** 22 + 19  # above pid_max's default: no such process
+    journal = journal_dir()
+    journal.mkdir(parents=True, exist_ok=True)
+    edited, kept = tmp_path / "edited.py", tmp_path / "kept.py"
+    edited.write_text("the person's edit after the crash\n")
+    kept.write_text("written\n")
+    written = hashlib.sha256(b"written\n").hexdigest()
+    backup = tmp_path / f".edited.py.{dead}-00000000.agentls-bak"
+    backup.write_text("before\n")
+    os.utime(backup, (1_000_000_000, 1_000_000_000))  # older than this process, as a dead one's
+    (journal / f"{dead}-00000001.list").write_text("\n".join([
+        str(backup),
+        json.dumps({"swap": str(edited), "backup": str(backup), "sha256": written}),
+    ]) + "\n")
+    (journal / f"{dead}-00000002.list").write_text("\n".join([
+        json.dumps({"swap": str(kept), "backup": None, "sha256": written}),
+        json.dumps({"done": True}),
+    ]) + "\n")
+    clean_stale()
+    assert edited.read_text() == "the person's edit after the crash\n"  # not ours any more
+    assert kept.read_text() == "written\n"  # that apply had finished: nothing to undo
+    assert not backup.exists() and list(journal.glob("*.list")) == []

@@ -1,27 +1,33 @@
 """Temporary and backup files of an apply that was killed midway (``.NAME.PID-HEX.agentls-tmp``,
-``….agentls-bak``), and the folders it created for new files: hidden from ``git status`` while
-they exist, removed on the next start.
+``….agentls-bak``), the folders it created for new files, and the files it had already
+replaced: hidden from ``git status`` while they exist, undone and removed on the next start.
 
-Every apply names its temporary and backup files, and each folder it is about to create
-(``dir:PATH``), in a journal (one small file per apply in the user state directory,
-``pending-writes/PID-HEX.list``) *before* creating them, and removes the journal when it
-ends, whatever the outcome. A start reads the journals (a handful of files, whatever the size
-of the workspace: no walk of the tree) and, for each whose writer is dead, removes the files
-it names (only ours: our suffix, that writer's pid in the name, older than this process),
-then the folders it names that are empty (deepest first; one holding anything stays), then
-the journal. A concurrent apply's files are left alone.
+Every apply names its temporary and backup files, each folder it is about to create
+(``dir:PATH``), each file it is about to replace or remove (a JSON line: its backup and the
+SHA-256 of what it writes), and at last that every change is in place, in a journal (one
+small file per apply in the user state directory, ``pending-writes/PID-HEX.list``) *before*
+doing it, and removes the journal when it ends, whatever the outcome. A start reads the
+journals (a handful of files, whatever the size of the workspace: no walk of the tree) and,
+for each whose writer is dead: unless it got to the end, undoes what it changed (all or
+nothing: a replaced file comes back from its backup and a new file goes, each only while it
+still holds exactly what the apply wrote; a removed file comes back while its name is free);
+then removes the files it names (only ours: our suffix, that writer's pid in the name, older
+than this process), then the folders it names that are empty (deepest first; one holding
+anything stays), then the journal. A concurrent apply's files are left alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 import os
 import re
 import secrets
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import platformdirs
 
@@ -75,6 +81,20 @@ class WriteJournal:
         """Name ``leftover`` before it exists (a kill right after creating it is covered)."""
         self._write(f"{leftover}\n")
 
+    def record_swap(self, target: Path, backup: Path | None, digest: str) -> None:
+        """Before ``target`` is replaced by new content (SHA-256 ``digest``): how to undo it
+        (put ``backup`` back, or remove a new file) if the apply dies midway."""
+        self._write(json.dumps({"swap": str(target), "backup": backup and str(backup),
+                                "sha256": digest}) + "\n")
+
+    def record_removal(self, target: Path, backup: Path) -> None:
+        """Before ``target`` is moved to ``backup`` (a deletion, or a rename's old name)."""
+        self._write(json.dumps({"remove": str(target), "backup": str(backup)}) + "\n")
+
+    def record_done(self) -> None:
+        """Every change is in place: a kill from here on is no reason to undo them."""
+        self._write(json.dumps({"done": True}) + "\n")
+
     def record_dir(self, folder: Path) -> None:
         """Name a folder the apply is about to create (removed, if empty, after a kill)."""
         self._write(f"{DIR_PREFIX}{folder}\n")
@@ -111,6 +131,7 @@ def clean_stale() -> list[Path]:
         journals = list(journal_dir().glob("*.list"))
     except OSError:
         return removed
+    restored: list[Path] = []
     for journal in journals:
         pid = _journal_pid(journal)
         if pid is None or pid == os.getpid() or _alive(pid):
@@ -120,22 +141,70 @@ def clean_stale() -> list[Path]:
         except OSError:
             continue
         folders: list[Path] = []
+        leftovers: list[Path] = []
+        entries: list[dict[str, Any]] = []
         for line in named:
+            if line.startswith("{"):
+                with contextlib.suppress(ValueError):
+                    entry = json.loads(line)
+                    if isinstance(entry, dict):
+                        entries.append(entry)
+                continue
             if line.startswith(DIR_PREFIX):
                 folders.append(Path(line[len(DIR_PREFIX):]))
                 continue
-            path = Path(line)
-            if line and _is_stale(path, pid):
+            leftovers.append(Path(line))
+        if not any(entry.get("done") for entry in entries):
+            restored += _undo(entries)  # before the leftovers go: the backups are in them
+        for path in leftovers:
+            if _is_stale(path, pid):
                 with contextlib.suppress(OSError):
                     path.unlink()
                     removed.append(path)
         removed += _remove_empty(folders)
         with contextlib.suppress(OSError):
             journal.unlink()
+    if restored:
+        log.warning("undid %d change(s) of an apply killed midway (all or nothing): %s",
+                    len(restored), ", ".join(str(p) for p in restored[:5]))
     if removed:
         log.info("removed %d file(s) left by an interrupted apply: %s", len(removed),
                  ", ".join(str(p) for p in removed[:5]))
     return removed
+
+
+def _undo(entries: list[dict[str, Any]]) -> list[Path]:
+    """Put back what a dead apply changed, newest first: a replaced file from its backup and
+    a new file removed, each only while it still holds exactly what the apply wrote (a file
+    changed since is left alone); a removed file from its backup while its name is free."""
+    undone: list[Path] = []
+    for entry in reversed(entries):
+        with contextlib.suppress(OSError, TypeError, KeyError):
+            if "swap" in entry:
+                target = Path(entry["swap"])
+                if _sha256(target) != entry["sha256"]:
+                    continue  # not replaced yet, or changed since: nothing of ours to undo
+                backup = entry.get("backup")
+                if backup and os.path.lexists(backup):
+                    os.replace(backup, target)
+                elif not backup:
+                    target.unlink()
+                else:
+                    continue
+                undone.append(target)
+            elif "remove" in entry:
+                target, backup = Path(entry["remove"]), Path(entry["backup"])
+                if os.path.lexists(backup) and not os.path.lexists(target):
+                    os.replace(backup, target)
+                    undone.append(target)
+    return undone
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def _remove_empty(folders: list[Path]) -> list[Path]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import secrets
 import shutil
@@ -56,19 +57,22 @@ class DiskWriter:
             hide_from_git((writes[0][0] if writes else removals[0]).parent)
         current = writes[0][0] if writes else (removals[0] if removals else Path())
         try:
-            staged: list[tuple[Path, Path]] = []
+            staged: list[tuple[Path, Path, str]] = []
             for path, data, mode in writes:
                 current = path
-                staged.append((self._stage(path, data, mode), path))
-            for tmp, path in staged:
+                staged.append((self._stage(path, data, mode), path,
+                               hashlib.sha256(data).hexdigest()))
+            for tmp, path, digest in staged:
                 current = path
                 backup = self._backup(path) if os.path.lexists(path) else None
+                self.leftovers.record_swap(path, backup, digest)  # a kill from here is undone
                 os.replace(tmp, path)
                 self.temps.remove(tmp)
                 self.journal.append((path, backup))
             for path in removals:
                 current = path
                 backup = self._sibling(path, "bak")
+                self.leftovers.record_removal(path, backup)
                 os.replace(path, backup)
                 self.backups.append(backup)
                 self.journal.append((path, backup))
@@ -77,6 +81,7 @@ class DiskWriter:
         except BaseException as exc:
             problems = self._rollback()
             raise ApplyFailed(current, exc, problems) from exc
+        self.leftovers.record_done()  # all in place: a kill now leaves only backups to clean
         self._discard(self.backups)
         return [p for p, _ in self.journal]
 
