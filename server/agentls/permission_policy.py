@@ -106,6 +106,10 @@ class PermissionPolicy(BaseModel):
     def decide(self, tool: str, args: Mapping[str, Any]) -> Decision:
         """The policy's answer for one call, before anyone is asked."""
         permission = self.permission_for(tool)
+        if tool.startswith("mcp__") and tool.count("__") >= 2:
+            server, name = tool[len("mcp__"):].split("__", 1)
+            return Decision(permission, f"{name} of MCP server {server} is set to "
+                            f"'{permission}' (mcp.servers.{server}.permission or .tools)")
         if tool != SHELL_TOOL:
             return Decision(permission, f"{tool} is set to '{permission}' in the policy")
         return self._decide_shell(str(args.get("command", "")), permission)

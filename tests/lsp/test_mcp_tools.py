@@ -38,8 +38,10 @@ async def test_the_person_approves_an_mcp_tool_and_sees_which_ran(
 
     assert result["stopReason"] == "done"
     [prompt] = client.prompts
-    assert "Run `get_current_time` of MCP server time (timezone='Asia/Tokyo')?" in \
-        prompt.message
+    # The server, the tool and its arguments (the quotes around the tool are the prompt's).
+    assert "get_current_time" in prompt.message.splitlines()[0]
+    assert "of MCP server time (timezone='Asia/Tokyo')?" in prompt.message
+    assert "(mcp.servers.time.permission or .tools)" in prompt.message
     started = client.events(result["runId"], "toolCall")
     assert started[0]["name"] == "mcp__time__get_current_time"
     assert json.loads(started[0]["arguments"]) == {"timezone": "Asia/Tokyo"}
