@@ -334,3 +334,28 @@ def _running(marker: str) -> bool:
         if Path(words[0].decode(errors="replace")).name == "sleep" and marker.encode() in words:
             return True
     return False
+
+
+async def test_model_reasoning_is_streamed_as_thought_chunks(server: ReplayServer,
+                                                            project: Path) -> None:
+    thinking = "The person wants a greeting; a short one will do."
+    server.load({"steps": [
+        {"reply": {"reasoning": thinking, "text": "Hello!", "chunk_size": 7}},
+        {"match": {"user": "again"}, "reply": {"text": "Hi again."}},
+    ]})
+    client = RecordingClient()
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        await initialized(conn, client)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("greet me")])
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("again")])
+    _validated(client)
+    thoughts = "".join(u.content.text for u in client.of("agent_thought_chunk")
+                       if not u.content.text.startswith("AgentLS: "))
+    assert thoughts == thinking
+    assert client.text() == "Hello!Hi again."
+    # The thinking is shown, never sent back to the model as part of the answer.
+    assert thinking not in json.dumps(server.requests[1].body["messages"])
+    order = [u.session_update for u in (n.update for n in client.updates)
+             if u.session_update in ("agent_thought_chunk", "agent_message_chunk")]
+    assert order.index("agent_message_chunk") > order.index("agent_thought_chunk")

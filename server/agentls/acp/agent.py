@@ -31,11 +31,8 @@ from acp.schema import (
     PromptCapabilities,
     PromptResponse,
     SessionCapabilities,
-    SessionConfigOptionSelect,
-    SessionConfigSelectOption,
     SessionInfo,
     SessionListCapabilities,
-    SessionMode,
     SessionModeState,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
@@ -43,6 +40,7 @@ from acp.schema import (
 
 from acp import PROTOCOL_VERSION, RequestError
 from agentls import __version__
+from agentls.acp import session_options
 from agentls.acp.prompt_parts import (
     SLASH_COMMANDS,
     error_text,
@@ -56,7 +54,6 @@ if TYPE_CHECKING:
     from acp.schema import ClientCapabilities
 
     from agentls.acp.frontend import AcpFrontend
-    from agentls.config import Settings
     from agentls.engine.host import EngineHost
     from agentls.tools.workspace import Workspace
 
@@ -208,7 +205,7 @@ class AgentLsAcp:
     async def _set_model(self, session: AcpSession, backend: str) -> None:
         from agentls.engine.models import set_session_model
 
-        backends = _model_servers(session.host.agent.settings)
+        backends = session_options.model_servers(session.host.agent.settings)
         if backend not in backends:
             raise RequestError.invalid_params({"message": f"no model {backend!r}; the models are "
                                                "the configured model servers: "
@@ -355,31 +352,12 @@ class AgentLsAcp:
             return host, notices
 
     def _modes(self, session: AcpSession) -> SessionModeState:
-        from agentls.engine.modes import MODE_PRESETS
-
-        return SessionModeState(current_mode_id=session.mode, available_modes=[
-            SessionMode(id=m.id, name=m.name, description=m.description) for m in MODE_PRESETS])
+        return session_options.modes(session.mode)
 
     def _config_options(self, session: AcpSession) -> list[Any]:
-        from agentls.engine.modes import MODE_PRESETS
-
-        settings: Settings = session.host.agent.settings
         stored = session.host.store.get_session(session.id)
-        current = stored.backend if stored is not None else settings.backend
-        return [
-            SessionConfigOptionSelect(
-                type="select", id="mode", name="Mode", category="mode",
-                current_value=session.mode,
-                options=[SessionConfigSelectOption(value=m.id, name=m.name,
-                                                   description=m.description)
-                         for m in MODE_PRESETS]),
-            SessionConfigOptionSelect(
-                type="select", id="model", name="Model", category="model",
-                current_value=current,
-                options=[SessionConfigSelectOption(value=name, name=f"{name} ({b.model})",
-                                                   description=b.base_url)
-                         for name, b in sorted(_model_servers(settings).items())]),
-        ]
+        return session_options.config_options(session.host.agent.settings, session.mode,
+                                              stored.backend if stored is not None else None)
 
     async def _announce(self, session: AcpSession) -> None:
         await self.conn.session_update(session_id=session.id, update=AvailableCommandsUpdate(
@@ -418,11 +396,6 @@ class AgentLsAcp:
                             turn.get_name())
         for host in self._hosts.values():
             await host.aclose()
-
-
-def _model_servers(settings: Settings) -> dict[str, Any]:
-    """The backends a chat session can use (model servers; agent CLIs edit files themselves)."""
-    return {name: b for name, b in settings.backends.items() if b.type == "openai"}
 
 
 def _build_host(root: Path) -> tuple[EngineHost, list[str]]:

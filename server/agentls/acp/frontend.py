@@ -28,6 +28,7 @@ from agentls.acp import tool_calls
 from agentls.engine.events import (
     ErrorEvent,
     Event,
+    ReasoningDelta,
     RetryEvent,
     StatusEvent,
     TextDelta,
@@ -95,6 +96,9 @@ class AcpFrontend:
         if isinstance(event, TextDelta):
             if event.text:
                 self.send(update_agent_message_text(event.text))
+        elif isinstance(event, ReasoningDelta):  # the model's own thinking, where it streams it
+            if event.text:
+                self.send(update_agent_thought_text(event.text))
         elif isinstance(event, ToolCallStarted):
             self._tool_started(event)
         elif isinstance(event, ToolResultEvent):

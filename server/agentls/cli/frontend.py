@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 from agentls.cli.render import Renderer
-from agentls.engine.events import Event
+from agentls.engine.events import Event, ReasoningDelta
 from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
 
 if TYPE_CHECKING:  # rich is imported where a terminal is there to draw on
@@ -95,6 +95,8 @@ class TerminalFrontend:
         self._record = record
 
     def on_event(self, event: Event) -> None:
+        if isinstance(event, ReasoningDelta):  # not part of the transcript or --json events
+            return
         self._record(event)
         self.renderer.on_event(event)
 

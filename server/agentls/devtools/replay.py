@@ -85,6 +85,7 @@ Script schema (YAML or JSON file, or a dict)
         times: 1               # requests this step answers; default 1; "*" = unlimited
         reply:
           text: "Hello"
+          reasoning: "..."     # optional: streamed before the text as delta.reasoning_content
           tool_calls:          # parallel calls; index = position in this list
             - {id: call_1, name: read_file, arguments: {path: a.py}}  # id optional
             - {name: grep, arguments: '{"pattern": '}   # a string is sent verbatim

@@ -69,6 +69,7 @@ class ScriptedToolCall:
 @dataclass(frozen=True)
 class Reply:
     text: str = ""
+    reasoning: str = ""  # streamed first as ``reasoning_content`` deltas (DeepSeek, vLLM style)
     tool_calls: tuple[ScriptedToolCall, ...] = ()
     finish_reason: str | None = None
     usage: Mapping[str, Any] | None = None
@@ -169,7 +170,7 @@ _MATCH_KEYS = frozenset({"user", "system", "tool_results", "tool", "model", "str
                          "suffix"})
 _REPLY_KEYS = frozenset(
     {"text", "tool_calls", "finish_reason", "usage", "chunk_size", "delay_s", "first_delay_s",
-     "interleave_tool_calls"}
+     "interleave_tool_calls", "reasoning"}
 )
 _DEFAULT_KEYS = frozenset({"chunk_size", "delay_s", "first_delay_s"})
 _USAGE_KEYS = frozenset(
@@ -234,6 +235,7 @@ def _parse_reply(value: Any, where: str, defaults: Mapping[str, Any]) -> Reply:
         _fail(f"{where}.finish_reason", f"expected one of {sorted(FINISH_REASONS)}, got {finish!r}")
     return Reply(
         text=_str(raw.get("text", ""), f"{where}.text"),
+        reasoning=_str(raw.get("reasoning", ""), f"{where}.reasoning"),
         tool_calls=tuple(
             _parse_tool_call(call, f"{where}.tool_calls[{i}]") for i, call in enumerate(calls)
         ),

@@ -88,8 +88,10 @@ def _pieces(text: str, size: int) -> list[str]:
 def stream_deltas(reply: Reply, call_ids: Sequence[str]) -> list[dict[str, Any]]:
     """The ``delta`` objects of a streamed reply, in order, before the finishing delta."""
     deltas: list[dict[str, Any]] = []
-    if reply.text or not reply.tool_calls:
+    if reply.text or reply.reasoning or not reply.tool_calls:
         deltas.append({"role": "assistant", "content": "", "refusal": None})
+        deltas.extend({"reasoning_content": piece}
+                      for piece in _pieces(reply.reasoning, reply.chunk_size))
         deltas.extend({"content": piece} for piece in _pieces(reply.text, reply.chunk_size))
     per_call: list[list[dict[str, Any]]] = []
     for index, (call, call_id) in enumerate(zip(reply.tool_calls, call_ids, strict=True)):

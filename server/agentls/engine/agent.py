@@ -31,6 +31,7 @@ from agentls.engine.events import (
     DoneEvent,
     ErrorEvent,
     Frontend,
+    ReasoningDelta,
     RetryEvent,
     StatusEvent,
     TextDelta,
@@ -432,6 +433,8 @@ class Agent:
                             frontend.on_event(TextDelta(text="\n\n"))
                         run.break_before_text = False
                         frontend.on_event(TextDelta(text=chunk.text, cached=chunk.cached))
+                    elif chunk.kind == "reasoning" and chunk.text:
+                        frontend.on_event(ReasoningDelta(text=chunk.text))
                     elif chunk.kind == "done":
                         response = chunk.response
                 assert response is not None

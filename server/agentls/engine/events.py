@@ -12,8 +12,8 @@ from typing import Any, Literal, Protocol
 
 from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
 
-EventKind = Literal["turn", "text", "toolCall", "toolResult", "status", "retry", "edit", "done",
-                    "error"]
+EventKind = Literal["turn", "text", "reasoning", "toolCall", "toolResult", "status", "retry",
+                    "edit", "done", "error"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,6 +45,14 @@ class TextDelta(Event):
     text: str = ""
     cached: bool = False
     kind: EventKind = "text"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReasoningDelta(Event):
+    """The model's thinking, where its server streams it; shown, never part of the answer."""
+
+    text: str = ""
+    kind: EventKind = "reasoning"
 
 
 @dataclass(frozen=True, kw_only=True)

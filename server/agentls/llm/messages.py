@@ -208,14 +208,16 @@ class ChatResponse:
         )
 
 
-ChunkKind = Literal["text", "tool_call", "done"]
+ChunkKind = Literal["text", "reasoning", "tool_call", "done"]
 
 
 @dataclass(frozen=True, slots=True)
 class ChatChunk:
     """One piece of a streamed answer.
 
-    ``text`` chunks carry a delta; a ``tool_call`` chunk carries one complete call (argument
+    ``text`` chunks carry a delta; ``reasoning`` chunks the model's thinking where the server
+    streams it (``reasoning_content``: DeepSeek, vLLM, llama.cpp), never part of the answer;
+    a ``tool_call`` chunk carries one complete call (argument
     deltas are assembled before it is emitted); the last chunk is ``done`` with the response.
     ``cached`` is true when the answer is replayed from the response cache.
     """

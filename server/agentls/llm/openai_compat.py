@@ -72,6 +72,7 @@ class StreamAssembler:
         self.finish_reason: str | None = None
         self.usage = Usage()
         self.model = ""
+        self.reasoning = ""  # the last chunk's reasoning delta (shown, never sent back)
 
     def feed(self, chunk: Any) -> str:
         """Take one ``ChatCompletionChunk``; return its text delta (may be empty)."""
@@ -80,9 +81,13 @@ class StreamAssembler:
         if chunk.model:
             self.model = chunk.model
         delta_text = ""
+        self.reasoning = ""
         for choice in chunk.choices:
             delta = choice.delta
             if delta is not None:
+                thought = getattr(delta, "reasoning_content", None)
+                if isinstance(thought, str):
+                    self.reasoning += thought
                 if delta.content:
                     delta_text += delta.content
                 for part in delta.tool_calls or ():
@@ -217,6 +222,7 @@ class OpenAICompatBackend:
     async def _stream_once(self, params: dict[str, Any]) -> AsyncIterator[ChatChunk]:
         assembler = StreamAssembler()
         redactor = StreamRedactor()
+        thinking = StreamRedactor()
         try:
             stream = await self._client.chat.completions.create(
                 **params, stream=True, stream_options={"include_usage": True}
@@ -224,8 +230,16 @@ class OpenAICompatBackend:
             async with stream:
                 async for raw in stream:
                     delta = redactor.feed(assembler.feed(raw))
+                    thought = thinking.feed(assembler.reasoning) if assembler.reasoning else ""
+                    if delta:  # the answer has begun: the thinking held back goes first
+                        thought += thinking.flush()
+                    if thought:
+                        yield ChatChunk("reasoning", text=thought)
                     if delta:
                         yield ChatChunk("text", text=delta)
+            thought = thinking.flush()
+            if thought:
+                yield ChatChunk("reasoning", text=thought)
             tail = redactor.flush()
             if tail:
                 yield ChatChunk("text", text=tail)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 
-from agentls.engine.events import DoneEvent, Event, RetryEvent, StatusEvent
+from agentls.engine.events import DoneEvent, Event, ReasoningDelta, RetryEvent, StatusEvent
 from agentls.lsp import approvals
 from agentls.lsp.protocol import CHAT_EVENT, chat_event
 
@@ -44,6 +44,8 @@ class LspFrontend:
     def on_event(self, event: Event) -> None:
         if isinstance(event, DoneEvent):
             self.done = event
+            return
+        if isinstance(event, ReasoningDelta):  # not in the chatEvent contract (ACP shows it)
             return
         if isinstance(event, StatusEvent) and event.warning:
             self._ls.window_show_message(lsp.ShowMessageParams(
