@@ -84,6 +84,7 @@ class McpConnection:
         self.restarts = 0
         self.refusals = Refusals()
         self._start_failed_at: float | None = None  # when it last failed to start
+        self._tools_stale = False
         self.start_seconds: float | None = None
         self._session: Any = None
         self._holder: asyncio.Task[None] | None = None
@@ -293,7 +294,23 @@ class McpConnection:
             "AgentLS does not offer elicitation to MCP servers: take what you need as tool "
             "arguments (the agent asks the person when it must)."))
 
+    async def refresh_tools(self) -> None:
+        """List the tools again when the server said they changed (``list_changed``)."""
+        session = self._session
+        if not self._tools_stale or session is None:
+            return
+        self._tools_stale = False
+        try:
+            async with asyncio.timeout(self.config.startup_timeout_s):
+                self.tools = await _list_tools(session)
+        except Exception as exc:  # the old list stays; the next call says what is wrong
+            log.info("MCP server %s: listing its changed tools failed: %s", self.name,
+                     _describe(exc))
+
     async def _on_message(self, message: Any) -> None:
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            self._tools_stale = True  # listed again before the next run (not from here:
+            return  # this handler runs in the SDK's reader, which the answer needs)
         if isinstance(message, Exception) and len(self.refusals.garbage_lines) < 5:
             errors = getattr(message, "errors", None)
             line = str(message)

@@ -221,6 +221,7 @@ class McpHub:
             if key in failures:
                 continue
             conn = self._connections[key]
+            await conn.refresh_tools()
             config = servers[key]
             left_out: list[str] = []
             for server_tool in conn.tools:

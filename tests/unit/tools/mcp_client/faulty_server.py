@@ -85,6 +85,13 @@ def read(path: str) -> str:
         return f"failed: {exc}"
 
 
+@server.tool(description="Add a tool named `name` and tell the client the list changed.")
+async def grow(name: str, ctx: Context) -> str:
+    server.add_tool(lambda value: f"{name}: {value}", name=name, description="A new tool.")
+    await ctx.request_context.session.send_tool_list_changed()  # a 2025-11-25 session
+    return "added"
+
+
 @server.tool(description="Sleep for `seconds`, then answer.")
 def sleep(seconds: float) -> str:
     time.sleep(seconds)

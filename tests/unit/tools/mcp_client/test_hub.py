@@ -156,3 +156,17 @@ async def test_resources_are_read_through_one_tool_and_fenced(tmp_path: Path) ->
         assert missing.result["error"] == "INVALID_ARGUMENTS"
     finally:
         await hub.aclose()
+
+
+async def test_a_server_that_says_its_tools_changed_is_listed_again(tmp_path: Path) -> None:
+    hub = McpHub(McpConfig(servers={"a": server(permission="allow")}))
+    ws = Workspace([tmp_path])
+    try:
+        run = await hub.run_tools(ws, "")
+        assert "mcp__a__late_tool" not in {t.name for t in run.tools}
+        grow = next(t for t in run.tools if t.name == "mcp__a__grow")
+        await grow.connection.call("grow", {"name": "late_tool"})
+        names = {t.name for t in (await hub.run_tools(ws, "")).tools}
+        assert "mcp__a__late_tool" in names
+    finally:
+        await hub.aclose()
