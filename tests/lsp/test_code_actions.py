@@ -384,8 +384,13 @@ async def test_without_resolve_the_command_applies_the_edit(
 
     result = await execute(bare_client, fix.command)
 
-    assert result["applied"] is True and result["edit"] is True
-    assert result["text"] == "add() now adds." and result["stopReason"] == "done"
+    # The command answers at once; the run goes on and sends its edit (DESIGN.md 13).
+    assert result["started"] is True and result["runId"]
+    done = await bare_client.wait_for_event(
+        lambda e: e["kind"] == "done" and e["runId"] == result["runId"])
+    assert done["stopReason"] == "done"
+    stored = await until_recorded(bare_client, done["sessionId"])
+    assert stored["metadata"]["applied"] is True
     (params,) = bare_client.edits
     assert params.label == "AgentLS: Fix 'add() subtracts' (src/calc.py)"
     document_edit = single_document_edit(params.edit)
@@ -393,10 +398,18 @@ async def test_without_resolve_the_command_applies_the_edit(
     assert apply_text_edits(CALC, document_edit.edits) == FIXED
     # The diagnostic travelled in the command's arguments.
     assert "add() subtracts" in last_user_message(model.requests[0].body)
-    # Sent, checked and recorded by the one delivery path: the run's actions message says so.
-    stored = await bare_client.send("agentls/history", {"sessionId": result["sessionId"]})
-    actions = [m for m in stored["messages"] if m["kind"] == "actions"]
-    assert actions[-1]["metadata"]["applied"] is True
+    assert bare_client.open_texts[uri][1] == FIXED
+
+
+async def until_recorded(client: AgentClient, session_id: str) -> dict[str, Any]:
+    """The run's actions message once the one delivery path has recorded the review."""
+    for _ in range(200):
+        stored = await client.send("agentls/history", {"sessionId": session_id})
+        actions = [m for m in stored["messages"] if m["kind"] == "actions"]
+        if actions and actions[-1]["metadata"].get("applied") is not None:
+            return dict(actions[-1])
+        await asyncio.sleep(0.05)
+    raise AssertionError("the edit's review was never recorded")
 
 
 async def test_explain_streams_and_shows_a_markdown_document(
@@ -409,9 +422,14 @@ async def test_explain_streams_and_shows_a_markdown_document(
 
     result = await execute(client, explain.command)
 
-    assert result["text"] == explanation and result["edit"] is False
+    assert result["started"] is True
+    await client.wait_for_event(lambda e: e["kind"] == "done" and e["runId"] == result["runId"])
+    for _ in range(100):
+        if client.shown_documents:
+            break
+        await asyncio.sleep(0.05)
     (shown,) = client.shown_documents
-    assert shown.uri == result["uri"] and shown.take_focus
+    assert shown.take_focus
     path = Path(lsp_path(shown.uri))
     assert path.parent == project / ".agentls" / "explain" and path.suffix == ".md"
     assert path.read_text() == f"# Explain: src/calc.py, lines 1-2\n\n{explanation}\n"
@@ -444,10 +462,14 @@ async def test_explain_without_show_document_uses_a_message(
 
     result = await execute(bare_client, explain.command)
 
+    assert result["started"] is True
+    for _ in range(200):
+        if any(m.message.endswith("It subtracts.") for m in bare_client.messages):
+            break
+        await asyncio.sleep(0.05)
     assert bare_client.shown_documents == []
     assert any(m.message.endswith("It subtracts.") for m in bare_client.messages)
     assert "the code around line 2 of src/calc.py" in last_user_message(model.requests[0].body)
-    assert result["text"] == "It subtracts."
 
 
 async def test_write_tests_may_create_a_test_file(

@@ -7,6 +7,7 @@ command request. The real server and the scripted model (not a real model)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,41 @@ from tests.lsp.test_code_actions import (
 EGLOT_TIMEOUT_S = 10.0  # jsonrpc-request's default timeout in eglot
 
 
+async def eglot_runs_the_fix(client: AgentClient, project: Path, uri: str) -> dict[str, Any]:
+    """What eglot does with the action: the command (10 s timeout), then, once the command
+    has returned, the edit it applied reaches the server with its idle timer's didChange."""
+    (fix, *_) = await list_actions(client, uri, rng(1, 12, 1, 12), [WRONG_OPERATOR])
+    assert fix.command is not None and fix.command.command == "agentls.runAction"
+    started = time.monotonic()
+    result: dict[str, Any] = await asyncio.wait_for(execute(client, fix.command),
+                                                    EGLOT_TIMEOUT_S)
+    assert time.monotonic() - started < 1.0, "the command held the client's request"
+    assert result["started"] is True and result["runId"]
+    for _ in range(600):
+        if client.edits:
+            break
+        await asyncio.sleep(0.05)
+    assert client.edits, ([m.message for m in client.messages],
+                          [e for e in client.chat_events if e["kind"] in ("error", "done")])
+    (params,) = client.edits
+    await asyncio.sleep(0.5)  # eglot-send-changes-idle-time
+    client.apply_to_documents = True
+    apply_to_open_documents(client, params.edit)
+    return result
+
+
+async def recorded(client: AgentClient, run_id: str) -> dict[str, Any]:
+    done = await client.wait_for_event(lambda e: e["kind"] == "done" and e["runId"] == run_id)
+    for _ in range(200):
+        history = await client.send("agentls/history", {"sessionId": done["sessionId"]})
+        records = [m["metadata"] for m in history["messages"]
+                   if (m.get("metadata") or {}).get("applied") is not None]
+        if records:
+            return dict(records[-1])
+        await asyncio.sleep(0.05)
+    raise AssertionError("the edit's outcome was never recorded")
+
+
 async def test_eglot_applies_and_is_not_told_not_applied(
         bare_client: AgentClient, project: Path, model: ReplayServer) -> None:
     await initialize(bare_client, client_capabilities("emacs"), project, options_for(model))
@@ -37,24 +73,34 @@ async def test_eglot_applies_and_is_not_told_not_applied(
     ]})
     bare_client.apply_to_documents = False  # applied in the buffer; didChange comes later
     uri = open_calc(bare_client, project, version=1)
-    (fix, *_) = await list_actions(bare_client, uri, rng(1, 12, 1, 12), [WRONG_OPERATOR])
-    assert fix.command is not None and fix.command.command == "agentls.runAction"
 
-    result: dict[str, Any] = await asyncio.wait_for(execute(bare_client, fix.command),
-                                                    EGLOT_TIMEOUT_S)
-    # Only now can eglot's change timer send what the edit did to the buffer.
-    (params,) = bare_client.edits
-    bare_client.apply_to_documents = True
-    apply_to_open_documents(bare_client, params.edit)
+    result = await eglot_runs_the_fix(bare_client, project, uri)
     await asyncio.sleep(1.0)  # time for a wrong "not applied" to be asked, if it were
 
-    assert result["applied"] is True
     assert bare_client.open_texts[uri][1] == FIXED
     assert not [p for p in bare_client.prompts if "not applied" in p.message], [
         p.message for p in bare_client.prompts]
-    history = await bare_client.send("agentls/history", {"sessionId": result["sessionId"]})
-    records = [m["metadata"] for m in history["messages"] if "applied" in m.get("metadata", {})]
-    assert records and records[-1]["applied"] is True
+    assert (await recorded(bare_client, result["runId"]))["applied"] is True
+
+
+async def test_a_run_longer_than_the_clients_request_timeout(
+        bare_client: AgentClient, project: Path, model: ReplayServer) -> None:
+    """eglot gives up on a request after 10 s; a 15 s run must not be one."""
+    await initialize(bare_client, client_capabilities("emacs"), project, options_for(model))
+    model.load({"steps": [
+        {"match": {"tool_results": False},
+         "reply": {"first_delay_s": 15.0, "tool_calls": [FIX_CALL]}},
+        {"match": {"tool_results": True}, "reply": {"text": "add() now adds."}},
+    ]})
+    bare_client.apply_to_documents = False
+    uri = open_calc(bare_client, project, version=1)
+    started = time.monotonic()
+
+    result = await eglot_runs_the_fix(bare_client, project, uri)
+
+    assert time.monotonic() - started > EGLOT_TIMEOUT_S  # the run really was longer
+    assert bare_client.open_texts[uri][1] == FIXED
+    assert (await recorded(bare_client, result["runId"]))["applied"] is True
 
 
 async def test_a_late_didchange_that_does_not_hold_the_edit_is_reported(
@@ -68,7 +114,12 @@ async def test_a_late_didchange_that_does_not_hold_the_edit_is_reported(
     uri = open_calc(bare_client, project, version=1)
     (fix, *_) = await list_actions(bare_client, uri, rng(1, 12, 1, 12), [WRONG_OPERATOR])
     await asyncio.wait_for(execute(bare_client, fix.command), EGLOT_TIMEOUT_S)
+    for _ in range(600):
+        if bare_client.edits:
+            break
+        await asyncio.sleep(0.05)
 
+    await asyncio.sleep(2.5)  # the answer was trusted (no didChange yet) and recorded
     # The editor said applied, then its buffer turns out to hold something else.
     version, text = bare_client.open_texts[uri]
     bare_client.text_document_did_change(lsp.DidChangeTextDocumentParams(

@@ -58,8 +58,25 @@ def wait_preview(editor: Editor) -> str:
     return editor.screen()
 
 
+RECORD = """
+local c = require('agentls').client()
+local sessions = c:request_sync('agentls/sessions', {limit = 10}, 10000).result.sessions
+for s = #sessions, 1, -1 do -- the oldest first: the action's own run, not a retry's
+  local history = c:request_sync('agentls/history', {sessionId = sessions[s].id}, 10000).result
+  for _, m in ipairs(history.messages) do
+    if m.kind == 'actions' and m.metadata and m.metadata.applied ~= nil then
+      return {applied = m.metadata.applied, failureReason = m.metadata.failure_reason}
+    end
+  end
+end
+"""
+
+
 def action_result(editor: Editor) -> dict:
-    return editor.wait("the action's result", lambda: editor.lua("return _G.action_result"))
+    """The command answers at once (a run id); the outcome is what the server recorded."""
+    started = editor.wait("the command's answer", lambda: editor.lua("return _G.action_result"))
+    assert started.get("started") is True, started
+    return editor.wait("the action's recorded outcome", lambda: editor.lua(RECORD))
 
 
 def test_a_code_action_is_previewed_then_applied(editor: Editor, model: ReplayServer,

@@ -172,7 +172,8 @@ def keep_only(changeset: ChangeSet, allowed: Path,
 
 
 async def run_action(ls: ServerContext, data: ActionData,
-                     user_actions: Sequence[ActionSpec]) -> ActionOutcome:
+                     user_actions: Sequence[ActionSpec],
+                     run_id: str | None = None) -> ActionOutcome:
     """Run the action ``data`` names; the outcome has the edit, or a message, or both."""
     spec = spec_for(data.action, data.title, user_actions)
     if spec is None:
@@ -191,7 +192,7 @@ async def run_action(ls: ServerContext, data: ActionData,
         action_prompt(spec, target), mode="automation", title=f"{spec.title} ({target.display})",
         attachments=action_attachments(target), tools=action_tools(spec),
         max_iterations=MAX_ITERATIONS, progress_title=spec.title, rate_limited=False,
-        interactive=False, send_edit=False)
+        interactive=False, send_edit=False, run_id=run_id)
     try:
         turn = await ls.runs.run(request)
     except TurnRefused as exc:

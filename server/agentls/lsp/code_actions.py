@@ -115,26 +115,47 @@ def _unknown_problems(feature: CodeActions, data: ActionData) -> ActionOutcome |
 
 async def run_action_command(ls: ServerContext, feature: CodeActions,
                              arguments: list[Any]) -> dict[str, Any]:
-    """``agentls.runAction``: run an action and apply its edit with workspace/applyEdit, or
-    show its explanation; answers ``{title, text, edit, applied?, uri?, message?, ...}``."""
-    from agentls.lsp.action_runner import parse_action_data, run_action
+    """``agentls.runAction``: answers at once ``{title, runId, started: true}`` (or, when
+    nothing can run, ``{title, message}``); the run goes on in the background and reports
+    through ``$/progress``, ``window/showMessage`` and ``workspace/applyEdit`` (DESIGN.md 13:
+    no client request is held while a run goes on, so clients with short request timeouts,
+    eglot's 10 s, work, and eglot can send the edit's didChange as soon as it applies it)."""
+    import uuid
+
+    from agentls.lsp.action_runner import parse_action_data
     from agentls.lsp.protocol import ParamsError
 
     if len(arguments) != 1:
         raise ParamsError(f"{RUN_ACTION_COMMAND} takes one argument, the action's data")
     data = parse_action_data(arguments[0])
-    outcome = _unknown_problems(feature, data) or await run_action(
-        ls, _recalled(feature, data), feature.lister.user_actions)
-    _tell(ls, outcome)
-    payload = outcome.payload()
-    if outcome.explanation is not None:
-        await _show_explanation(ls, outcome)
-    elif outcome.edit is not None:
-        applied, reason = await _apply(ls, feature, outcome, data)
-        payload["applied"] = applied
-        if reason:
-            payload["failureReason"] = reason
-    return payload
+    unknown = _unknown_problems(feature, data)
+    if unknown is not None:
+        _tell(ls, unknown)
+        return unknown.payload()
+    run_id = uuid.uuid4().hex[:12]
+    ls.spawn(_run_in_background(ls, feature, data, run_id))
+    return {"title": data.title or None, "runId": run_id, "started": True}
+
+
+async def _run_in_background(ls: ServerContext, feature: CodeActions, data: ActionData,
+                             run_id: str) -> None:
+    """The command's run, after its answer: the edit through the one delivery path, or the
+    explanation shown; what goes wrong is said with window/showMessage."""
+    from agentls.lsp.action_runner import run_action
+
+    try:
+        outcome = await run_action(ls, _recalled(feature, data), feature.lister.user_actions,
+                                   run_id=run_id)
+        _tell(ls, outcome)
+        if outcome.explanation is not None:
+            await _show_explanation(ls, outcome)
+        elif outcome.edit is not None:
+            await _apply(ls, feature, outcome, data)
+    except Exception:
+        log.exception("agentls.runAction failed")
+        ls.window_show_message(lsp.ShowMessageParams(
+            type=lsp.MessageType.Error,
+            message=f"{data.title or 'AgentLS'} failed unexpectedly; see the AgentLS log."))
 
 
 async def _apply(ls: ServerContext, feature: CodeActions, outcome: ActionOutcome,

@@ -116,7 +116,7 @@ class RunManager:
         if host is None:
             host = await self._ls.engine()
         session_id = self._session(host, request)
-        run_id = host.agent.new_run_id()
+        run_id = request.run_id or host.agent.new_run_id()
         progress = RunProgress(self._ls, request.progress_title,
                                lambda: self._cancel_quietly(run_id), request.work_done_token)
         frontend = LspFrontend(self._ls, session_id, run_id, progress=progress,

@@ -65,6 +65,7 @@ class TurnRequest:
     rate_limited: bool = True  # counts against lsp.chat_requests_per_minute
     interactive: bool = True  # approvals and ask_user go to the person
     send_edit: bool = True  # False: the caller turns turn.result.changeset into an edit itself
+    run_id: str | None = None  # chosen by the caller (a command that answers with it at once)
 
 
 @dataclass
