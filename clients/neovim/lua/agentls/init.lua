@@ -245,6 +245,7 @@ function M.setup(opts)
   end
   require("agentls.highlights").setup()
   require("agentls.completion").setup()
+  require("agentls.keys").setup(config.options.keymaps)
   return config.options
 end
 
