@@ -171,7 +171,8 @@ local ok, err = pcall(function()
   local agentls = require("agentls")
   agentls.setup({{ cmd = {{ "{python}", "-m", "agentls", "serve" }}, notify = false,
     settings = {{ backend = "scripted", backends = {{ scripted = {{
-      base_url = "http://127.0.0.1:9/v1", model = "scripted-model", api_key_env = vim.NIL }} }} }} }})
+      base_url = "http://127.0.0.1:9/v1", model = "scripted-model",
+      api_key_env = vim.NIL }} }} }} }})
   local chat = require("agentls.chat")
   local samples = {{}}
   local turns = 0

@@ -479,7 +479,7 @@ class Agent:
             review_notes.clear(self.store, run.session.id)
         frontend.on_event(TurnStarted(
             prompt=request.prompt, attachments=tuple(chips), refused=tuple(refused),
-            notes=tuple(trimmed) + tuple(r.note for r in request.refused),
+            notes=tuple(notes), trimmed=tuple(trimmed),
             model=run.model, backend=backend.name, mode=mode))
 
     # --- session state --------------------------------------------------------------------

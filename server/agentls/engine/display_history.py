@@ -70,7 +70,8 @@ def _new_turn(index: int, row: tuple[Any, ...]) -> dict[str, Any]:
     text = meta.get("prompt")
     notes = list(meta.get("notes") or [])
     if not isinstance(text, str):  # stored before turns kept the person's words apart
-        text, notes = _legacy_request(content or "")
+        text, told = _legacy_request(content or "")
+        notes += told
     return {
         "index": index, "runId": meta.get("run_id"),
         "user": {"text": text, "attachments": list(meta.get("attachments") or []),

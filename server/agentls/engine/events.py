@@ -33,7 +33,8 @@ class TurnStarted(Event):
     prompt: str = ""
     attachments: tuple[dict[str, Any], ...] = ()
     refused: tuple[dict[str, Any], ...] = ()
-    notes: tuple[str, ...] = ()  # for the person: what was cut or left out
+    notes: tuple[str, ...] = ()  # what AgentLS told the model first (a rejected edit ...)
+    trimmed: tuple[str, ...] = ()  # attachments cut or left out to fit, and why
     model: str = ""
     backend: str = ""
     mode: str = ""

@@ -149,8 +149,8 @@ local function context_lines(attachments, refused, notes)
   for _, r in ipairs(refused or {}) do
     table.insert(out, string.format("> ⊘ %s `%s` not attached: %s", r.kind, r.name, one_line(r.reason)))
   end
-  for _, note in ipairs(notes or {}) do
-    table.insert(out, "> ℹ " .. one_line(note))
+  for _, note in ipairs(notes or {}) do -- what AgentLS told the model: not the person's words
+    table.insert(out, "_AgentLS note: " .. one_line(note) .. "_")
   end
   return out
 end
@@ -534,7 +534,9 @@ local function turn_lines(turn, out, tool_rows)
   if #context > 0 then
     add_block(out, context)
   end
-  add_block(out, assistant_header(turn.model))
+  if #(turn.steps or {}) > 0 or (turn.outcome and turn.outcome ~= vim.NIL) then
+    add_block(out, assistant_header(turn.model))
+  end
   for _, step in ipairs(turn.steps or {}) do
     if step.kind == "text" then
       local text = (step.text or ""):gsub("^\n+", "")
