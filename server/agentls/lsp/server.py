@@ -1,12 +1,12 @@
 """The AgentLS language server: the composition root. State on one ``LanguageServer`` subclass
 (implementing ``lsp.context.ServerContext``), features in modules.
 
-Each feature module has a ``setup(server)`` that registers its handlers (esbonio style):
-settings, documents, chat, code_actions, git_commands; features depend on the context, never
-on this module or on each other (``make lint`` checks it, see docs/ARCHITECTURE.md). The
-server holds what they share: the resolved settings, the run manager (queue, rate limit,
-cancellation), the engine (built on first use), the workspace roots and the negotiated
-position encoding.
+Each feature module has a ``setup(server)`` that registers its handlers (esbonio style);
+features depend on the context, never on this module or on each other (``make lint`` checks
+it, see docs/ARCHITECTURE.md). The server holds what they share: the resolved settings, the
+run manager (lsp/runs.py), the engine loader (engine/host_loader.py: the engine built on
+first use, the start-up work, the facts refresh), the workspace roots and the negotiated
+position encoding; pygls's protocol as AgentLS speaks it is lsp/json_rpc.py.
 
 Start-up imports pygls, lsprotocol and this package's light modules only: no ``openai``, no
 pydantic, no database. Settings load after ``initialize`` has been answered, the engine on
@@ -16,96 +16,39 @@ the first request that needs it (both in threads, so the editor is never blocked
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import sys
-import time
-from collections.abc import Callable, Coroutine, Generator, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from cattrs import Converter
 from lsprotocol import types as lsp
-from pygls.protocol import (
-    JsonRPCNotification,
-    JsonRPCRequestMessage,
-    LanguageServerProtocol,
-    default_converter,
-    lsp_method,
-)
 from pygls.uris import to_fs_path
 
-from agentls import __version__, import_gc
-from agentls.llm import tls
+from agentls import __version__
+from agentls.engine.host_loader import EngineLoader, EngineUnavailable
 from agentls.lsp import settings as lsp_settings
 from agentls.lsp.context import ServerContext
 from agentls.lsp.handlers import logged as logged  # re-exported for older imports
 from agentls.lsp.handlers import refused_error as refused_error
-from agentls.lsp.protocol import plain_response
-from agentls.lsp.runs import RUN_IMPORTS, RunManager, TurnRefused
-from agentls.redaction import redact_data
+from agentls.lsp.json_rpc import AgentProtocol, converter
+from agentls.lsp.runs import RUN_IMPORTS, RunManager
+from agentls.lsp.turn import TurnRefused
 
 if TYPE_CHECKING:
     from agentls.config import Settings
-    from agentls.engine.context_cache import ProjectContextCache
     from agentls.engine.host import EngineHost
     from agentls.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
-_T = TypeVar("_T")
 
 SHUTDOWN_GRACE_S = 2.0  # how long shutdown waits for cancelled runs to settle
-FACTS_REFRESH_DELAY_S = 1.0  # after a file event, how long to wait for the burst to end
-
-
-class AgentProtocol(LanguageServerProtocol):
-    @lsp_method(lsp.INITIALIZE)
-    def lsp_initialize(
-        self, params: lsp.InitializeParams
-    ) -> Generator[Any, Any, lsp.InitializeResult]:
-        _prefer_utf8(params.capabilities)
-        return (yield from super().lsp_initialize(params))
-
-    def _send_data(self, data: Any) -> None:
-        # Every notification, question and error leaves through here with its secrets
-        # redacted; edits (workspace/applyEdit, results) carry the agent's changes unaltered.
-        method = getattr(data, "method", None)
-        outgoing = method is not None and method != lsp.WORKSPACE_APPLY_EDIT
-        if outgoing or getattr(data, "error", None) is not None:
-            data = redact_data(json.loads(json.dumps(data, default=self._serialize_message)))
-        super()._send_data(plain_response(data) if method is None else data)
-
-
-def _prefer_utf8(capabilities: lsp.ClientCapabilities) -> None:
-    """UTF-16 unless the client offers UTF-8 (pygls would take the client's first choice):
-    reorder the offer before pygls negotiates, so the workspace and the answer agree."""
-    general = capabilities.general
-    if general is None or not general.position_encodings:
-        return
-    offered = [str(getattr(e, "value", e)) for e in general.position_encodings]
-    if "utf-8" in offered:
-        general.position_encodings = [lsp.PositionEncodingKind.Utf8] + [
-            e for e, name in zip(general.position_encodings, offered, strict=True)
-            if name != "utf-8"]
-
-
-def _converter() -> Converter:
-    """pygls's converter, but AgentLS's own methods get their params as plain dicts."""
-    converter = default_converter()
-
-    def keep_params(obj: dict[str, Any], cls: type) -> Any:
-        return cls(**obj)
-
-    converter.register_structure_hook(JsonRPCRequestMessage, keep_params)
-    converter.register_structure_hook(JsonRPCNotification, keep_params)
-    return converter
 
 
 class AgentLanguageServer(ServerContext):
     def __init__(self) -> None:
         super().__init__("agentls", __version__, protocol_cls=AgentProtocol,
-                         converter_factory=_converter,
+                         converter_factory=converter,
                          text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
         self.initialization_options: Any = None
         self.pushed_settings: Mapping[str, Any] | None = None  # didChangeConfiguration push
@@ -117,12 +60,11 @@ class AgentLanguageServer(ServerContext):
         self.file_listeners: list[Callable[[list[str]], None]] = []  # saved/changed file URIs
         self.runs = RunManager(self, lsp_settings.LspSettings())
         self._settings_task: asyncio.Task[lsp_settings.ResolvedSettings] | None = None
-        self._engine: EngineHost | None = None
-        self._engine_lock: asyncio.Lock | None = None
-        self._import_lock = asyncio.Lock()  # background imports, one at a time
         self._background: set[asyncio.Task[Any]] = set()
-        self._contexts: ProjectContextCache | None = None
-        self._refresh_pending = False
+        # The engine, its imports, the facts ahead of the first chat (engine/host_loader.py).
+        self.engines = EngineLoader(settings=self._engine_settings, root=lambda: self.root,
+                                    new_workspace=self.new_workspace, spawn=self.spawn,
+                                    requests_started=lambda: self.runs.requested)
 
     # --- workspace ----------------------------------------------------------------------------
 
@@ -195,8 +137,7 @@ class AgentLanguageServer(ServerContext):
     def apply_settings(self, resolved: lsp_settings.ResolvedSettings) -> None:
         self.resolved = resolved
         self.runs.configure(resolved.lsp)
-        if self._engine is not None:
-            self._engine.update(resolved.settings)
+        self.engines.update(resolved.settings)
         for listener in list(self.settings_listeners):
             try:
                 listener()
@@ -218,149 +159,36 @@ class AgentLanguageServer(ServerContext):
             return self.resolved.client
         return self.fetched_client or {}
 
-    # --- the engine -----------------------------------------------------------------------------
+    # --- the engine (engine/host_loader.py) ------------------------------------------------------
+
+    async def _engine_settings(self) -> Settings:
+        return (await self.ready()).settings
 
     def engine_if_built(self) -> EngineHost | None:
-        return self._engine
+        return self.engines.host
 
     async def engine(self) -> EngineHost:
         """The Agent with its store and backends, built on first use."""
-        resolved = await self.ready()
-        if self._engine is None:
-            if self._engine_lock is None:
-                self._engine_lock = asyncio.Lock()
-            async with self._engine_lock:
-                if self._engine is None:
-                    root = self.root
-                    if root is None:
-                        raise TurnRefused("AgentLS needs a workspace folder: open a folder "
-                                          "in the editor, then try again.")
-                    # Importing the engine (openai, pydantic models) and opening the store
-                    # take a while: not on the event loop.
-                    module = await self._engine_module()
-                    contexts = await self._project_contexts()
-                    try:
-                        self._engine = await asyncio.to_thread(module.EngineHost,
-                                                               resolved.settings, root, contexts)
-                    except Exception as exc:  # an unwritable folder, a newer state.db ...
-                        log.exception("opening the session store in %s failed", root)
-                        raise TurnRefused(
-                            f"AgentLS cannot open its session store {root / '.agentls'}: "
-                            f"{exc}. Make the folder writable (or move that file away), then "
-                            "try again.") from None
-        assert self._engine is not None
-        return self._engine
-
-    async def _engine_module(self) -> ModuleType:
-        """``agentls.engine.host``, imported in a thread, with the model client's TLS
-        context being built meanwhile (``tls.start``: OpenSSL reads the CA store without the
-        GIL). Whoever needs the engine first, the start-up work or a chat that came before
-        it, starts both: else the first backend would build the context on the event loop
-        (~15 ms during which nothing is read or answered)."""
-        await self._importing(tls.start)
-        return await self._imported("agentls.engine.host")
+        try:
+            return await self.engines.engine()
+        except EngineUnavailable as exc:
+            raise TurnRefused(str(exc)) from None
 
     async def imported(self, name: str) -> ModuleType:
-        return await self._imported(name)
-
-    async def _imported(self, name: str) -> ModuleType:
-        """``name``, imported in a thread (not on the event loop). These imports run one at a
-        time: the start-up work and a first request (the history a reloaded editor asks for
-        at once) would otherwise import the engine's package tree in two threads, in
-        different orders, which can deadlock or meet a module half made."""
-        module = sys.modules.get(name)
-        if module is not None and not getattr(module.__spec__, "_initializing", False):
-            return module
-        return await self._importing(lambda: import_gc.import_module(name))
-
-    async def _importing(self, work: Callable[[], _T]) -> _T:
-        """``work`` (which imports) in a thread, one such at a time (see ``_imported``)."""
-        async with self._import_lock:
-            return await asyncio.to_thread(work)
-
-    # --- project facts ahead of the first chat ---------------------------------------------------
-
-    async def _project_contexts(self) -> ProjectContextCache:
-        """The engine's cache of project facts, made on first use (its modules imported in a
-        thread)."""
-        if self._contexts is None:
-            module = await self._imported("agentls.engine.context_cache")
-            if self._contexts is None:
-                self._contexts = module.ProjectContextCache()
-        assert self._contexts is not None
-        return self._contexts
+        return await self.engines.imported(name)
 
     async def warm_up(self) -> None:
-        """Right after ``initialized``: import the engine and gather the project facts in the
-        background, so the first chat finds them ready. Creates no file (the session store
-        opens on the first request that needs it) and never blocks a request: the work runs
-        in threads and a git subprocess. (Gathering the facts while the engine imports was
-        tried: no faster, the import holds the interpreter either way.)"""
-        if not self.roots:
-            return
-        await self.ready()
-        started = time.perf_counter()
-        contexts = await self._project_contexts()
-        # Imported now, in a thread, while nobody waits: the engine's heaviest imports
-        # (openai), so the first chat does not pay for them.
-        await self._engine_module()
-        for name in RUN_IMPORTS:
-            await self._imported(name)
-        gathering = time.perf_counter()
-        await contexts.refresh(self.new_workspace())
-        log.info("project facts gathered in the background (%.0f ms)",
-                 (time.perf_counter() - gathering) * 1000)
-        await self._prepare_engine()
-        log.info("start-up work done in the background (%.0f ms): the first chat finds the "
-                 "project facts and the engine ready", (time.perf_counter() - started) * 1000)
-
-    async def _prepare_engine(self) -> None:
-        """Where an earlier run left a session store, open it, build the model client (SSL
-        context, HTTP pool), rehearse its first request (llm/rehearsal.py: answered from
-        memory) and start the MCP servers set to start = "session", so the first chat waits
-        for none of it. No model connection is opened before a request."""
-        root = self.root
-        if root is None or not (root / ".agentls" / "state.db").is_file():
-            return
-        started = time.perf_counter()
-        try:
-            host = await self.engine()
-            if self.runs.requested:
-                # A chat came first: its own request does the first-time work; a rehearsal
-                # now would only compete with it for the interpreter.
-                log.info("engine opened in the background (%.0f ms); no rehearsal: a chat "
-                         "already started", (time.perf_counter() - started) * 1000)
-                return
-            await self._importing(host.agent.prepare)
-            await host.agent.start_mcp_servers(self.new_workspace())
-        except Exception as exc:  # the first chat reports it to the person, with what to do
-            log.warning("the engine was not prepared ahead of the first chat: %s", exc)
-            return
-        log.info("engine prepared in the background (%.0f ms)",
-                 (time.perf_counter() - started) * 1000)
+        await self.engines.warm_up(RUN_IMPORTS)
 
     def files_changed(self, uris: list[str]) -> None:
         """Files were saved, created or deleted: tell the features listening (the search
-        index), then gather the facts again, once for a burst of events, and only if they were
-        gathered before (nothing to refresh otherwise)."""
+        index), then the project facts (gathered again once per burst)."""
         for listener in list(self.file_listeners):
             try:
                 listener(uris)
             except Exception:  # one feature's failure must not stop the others
                 log.exception("a file-change listener failed")
-        if self._contexts is None or self._refresh_pending:
-            return
-        self._refresh_pending = True
-        self.spawn(self._refresh_facts_soon())
-
-    async def _refresh_facts_soon(self) -> None:
-        await asyncio.sleep(FACTS_REFRESH_DELAY_S)
-        self._refresh_pending = False
-        assert self._contexts is not None
-        started = time.perf_counter()
-        await self._contexts.refresh(self.new_workspace(), after_change=True)
-        log.info("project facts gathered in the background after files changed (%.0f ms)",
-                 (time.perf_counter() - started) * 1000)
+        self.engines.files_changed()
 
     # --- housekeeping -----------------------------------------------------------------------------
 
@@ -381,9 +209,7 @@ class AgentLanguageServer(ServerContext):
         settling = self.runs.cancel_all()
         if settling:
             await asyncio.wait(settling, timeout=SHUTDOWN_GRACE_S)
-        if self._engine is not None:
-            engine, self._engine = self._engine, None
-            await engine.aclose()
+        await self.engines.aclose()
 
 
 def create_server() -> AgentLanguageServer:

@@ -1,4 +1,4 @@
-"""The server's background imports (lsp/server.py ``_imported``): one at a time, so the
+"""The server's background imports (engine/host_loader.py ``EngineLoader.imported``): one at a time, so the
 start-up work and a request that needs the engine at once (a reloaded editor asks for the
 history right away) never import the engine's package tree in two threads together."""
 
@@ -42,8 +42,8 @@ async def test_imports_asked_for_together_run_one_after_the_other(
 
     monkeypatch.setattr(import_gc, "import_module", slow_import)
     server = AgentLanguageServer()
-    modules = await asyncio.gather(server._imported("agentls_probe.engine"),
-                                   server._imported("agentls_probe.contexts"))
+    modules = await asyncio.gather(server.engines.imported("agentls_probe.engine"),
+                                   server.engines.imported("agentls_probe.contexts"))
 
     assert [m.__name__ for m in modules] == ["agentls_probe.engine", "agentls_probe.contexts"]
     assert peak == 1
@@ -56,7 +56,7 @@ async def test_a_module_already_imported_is_answered_at_once(
         raise AssertionError(f"{name} was imported again")
 
     monkeypatch.setattr(import_gc, "import_module", no_import)
-    assert await AgentLanguageServer()._imported("json") is sys.modules["json"]
+    assert await AgentLanguageServer().engines.imported("json") is sys.modules["json"]
 
 
 def _imported_inside_functions(source: str) -> set[str]:
@@ -102,7 +102,7 @@ async def test_who_needs_the_engine_first_also_starts_the_tls_context(
     the TLS context's build too, else the first backend builds it on the event loop."""
     monkeypatch.setattr(tls, "_building", None)
     monkeypatch.setattr(tls, "_context", None)
-    await AgentLanguageServer()._engine_module()
+    await AgentLanguageServer().engines.engine_module()
     building = tls._building
     assert building is not None and building.name == "agentls-tls"
     building.join()
