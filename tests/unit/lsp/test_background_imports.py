@@ -1,6 +1,7 @@
-"""The server's background imports (engine/host_loader.py ``EngineLoader.imported``): one at a time, so the
-start-up work and a request that needs the engine at once (a reloaded editor asks for the
-history right away) never import the engine's package tree in two threads together."""
+"""The server's background imports (engine/host_loader.py ``EngineLoader.imported``): one
+at a time, so the start-up work and a request that needs the engine at once (a reloaded
+editor asks for the history right away) never import the engine's package tree in two
+threads together."""
 
 from __future__ import annotations
 
