@@ -142,3 +142,15 @@ def test_checkhealth_prints_the_failing_row_and_its_fix(editor: Editor, project:
     assert "ERROR backend scripted (openai, model scripted-model, http://127.0.0.1:9/v1): " \
            "unreachable" in report, report
     assert "agentls config set backends.scripted.base_url" in report
+
+
+def test_mentions_in_a_prompt_become_references(editor: Editor) -> None:
+    bufnr = editor.open("src/calc.py")
+    refs = editor.lua("return require('agentls.mentions').references(...)",
+                      "see @https://x.example/a and @parse_config. #changes #file:src/calc.py."
+                      " #buffer mail@example.com", bufnr)
+    assert [(r["kind"], r.get("name") or r.get("url") or r.get("path") or r.get("uri"))
+            for r in refs] == [
+        ("changes", None), ("file", "src/calc.py"),
+        ("buffer", (editor.root / "src" / "calc.py").as_uri()),
+        ("url", "https://x.example/a"), ("symbol", "parse_config")]

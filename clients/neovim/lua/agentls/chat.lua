@@ -193,11 +193,8 @@ end
 local function winbar_text()
   local model = chat.pending.model or chat.model or "…"
   local mode = chat.pending.mode or chat.mode or "agent"
-  return string.format(
-    "%%#AgentlsChatUser#AgentLS%%*  model: %s · mode: %s  %%#Comment#(:AgentModel, :AgentMode)%%*",
-    (model:gsub("%%", "%%%%")),
-    mode
-  )
+  -- Short, so a narrow window shows it whole; :AgentModel / :AgentMode switch them.
+  return string.format("%%#AgentlsChatUser#AgentLS%%* %%<model: %s · mode: %s", (model:gsub("%%", "%%%%")), mode)
 end
 
 local function update_winbar()
@@ -437,7 +434,8 @@ end
 
 --- agentls/chatEvent: the transcript as it happens.
 function M.on_event(event, _)
-  if event.kind == "status" or event.kind == "retry" then
+  if (event.kind == "status" and event.topic ~= "instructions") or event.kind == "retry" then
+    -- (which instruction files a session loaded is for the log, not a message to wait on)
     require("agentls").notify("AgentLS: " .. (event.message or event.kind))
   elseif event.kind == "error" then
     require("agentls").notify("AgentLS: " .. (event.message or "error"), vim.log.levels.WARN)

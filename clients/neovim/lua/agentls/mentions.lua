@@ -66,8 +66,10 @@ function M.references(prompt, source)
   for url in (" " .. prompt):gmatch("%s@(https?://%S+)") do
     add("url:" .. url, { kind = "url", url = url })
   end
-  for name in (" " .. prompt):gmatch("%s@([%a_][%w_%.]*)") do
-    add("symbol:" .. name, { kind = "symbol", name = name })
+  for name, rest in (" " .. prompt):gmatch("%s@([%a_][%w_%.]*)(%S*)") do
+    if not rest:match("^:") then -- not a URL (@https://…)
+      add("symbol:" .. name:gsub("%.+$", ""), { kind = "symbol", name = (name:gsub("%.+$", "")) })
+    end
   end
   return refs
 end
