@@ -50,6 +50,8 @@ def test_file_and_buffer_mentions_complete_and_are_chips_on_the_turn(
     winbar = editor.lua("return vim.wo[vim.fn.win_findbuf(require('agentls.chat')"
                         ".state().bufnr)[1]].winbar")
     assert "model: scripted-model" in winbar and "mode: agent" in winbar
+    assert editor.lua("return require('agentls.chat').statusline()") == \
+        "scripted-model · agent"
     editor.capture("chat-mentions")
 
 

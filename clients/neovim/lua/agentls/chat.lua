@@ -201,6 +201,7 @@ local function update_winbar()
   for _, win in ipairs(chat_windows()) do
     vim.wo[win].winbar = winbar_text()
   end
+  vim.cmd.redrawstatus({ bang = true, mods = { emsg_silent = true } }) -- statusline() changed
 end
 
 --- The model and mode a new chat would use (the server's defaults), for the winbar.
@@ -685,6 +686,14 @@ function M.pick_mode(name)
       set_option("mode", choice.name)
     end
   end)
+end
+
+--- For a statusline: the chat's model and mode, "" before a chat is opened.
+function M.statusline()
+  if not valid() then
+    return ""
+  end
+  return string.format("%s · %s", chat.pending.model or chat.model or "…", chat.pending.mode or chat.mode or "agent")
 end
 
 function M.state()
