@@ -59,6 +59,10 @@ def main(log_file: str | None = None, verbose: bool = False) -> int:
     for chatty in ("httpx", "httpx2", "httpcore", "openai"):
         logging.getLogger(chatty).setLevel(logging.WARNING)
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    if sys.stdin.isatty():  # started by hand: say what it is waiting for
+        print("agentls acp speaks the Agent Client Protocol on stdin/stdout: an editor starts "
+              "it (README: agentls acp). Waiting for a client; Ctrl-C quits.", file=sys.stderr,
+              flush=True)
     try:
         asyncio.run(serve())
     except KeyboardInterrupt:
