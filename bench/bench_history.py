@@ -5,7 +5,8 @@ its result, and an answer, stored as the agent stores them).
   ``agentls serve``, request to answer. Goal: <= 200 ms (issue 29). The default first page
   (the latest 50 turns) is reported beside it.
 - Neovim: ``:AgentSessions`` picking that session in a headless Neovim with the plugin:
-  the request and the rendering of all 1,000 turns into the chat buffer. Goal: <= 200 ms.
+  the request and the rendering of its first page (the latest 100 turns; <CR> on the
+  "earlier turns" line shows the page before) into the chat buffer. Goal: <= 200 ms.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from bench.harness import Figure, median_ms
 REPO = Path(__file__).resolve().parents[1]
 TURNS = 1_000
 ROUNDS = 9
+NVIM_PAGE = 100  # chat.lua's first page
 
 
 def build_session(root: Path, turns: int = TURNS) -> str:
@@ -159,10 +161,10 @@ def _nvim_figure(root: Path, session_id: str) -> Figure | None:
     if "error" in samples:
         raise RuntimeError(f"Neovim: {samples['error']}")
     value = median_ms([s / 1000 for s in samples["ms"]])
-    if samples.get("turns") != TURNS:
-        raise RuntimeError(f"Neovim rendered {samples.get('turns')} turns, not {TURNS}")
-    return Figure("history: Neovim opens 1,000 turns (request + render)", value, "ms",
-                  goal="<= 200 ms", met=value <= 200)
+    if samples.get("turns") != NVIM_PAGE:
+        raise RuntimeError(f"Neovim rendered {samples.get('turns')} turns, not {NVIM_PAGE}")
+    return Figure("history: Neovim opens a 1,000-turn session (latest 100 turns, request + "
+                  "render)", value, "ms", goal="<= 200 ms", met=value <= 200)
 
 
 NVIM_SCRIPT = """

@@ -156,3 +156,33 @@ def test_mentions_in_a_prompt_become_references(editor: Editor) -> None:
         ("changes", None), ("file", "src/calc.py"),
         ("buffer", (editor.root / "src" / "calc.py").as_uri()),
         ("url", "https://x.example/a"), ("symbol", "parse_config")]
+
+
+def test_a_long_session_opens_on_its_latest_page_and_cr_shows_the_earlier_turns(
+        editor: Editor) -> None:
+    from bench.bench_history import build_session
+
+    session_id = build_session(editor.root, 130)
+    editor.open("src/calc.py")
+    editor.lua("_G.agentls_done = nil require('agentls.chat').open_session(..., "
+               "function(n) _G.agentls_done = n end)", session_id)
+    assert editor.wait("the history", lambda: editor.lua("return _G.agentls_done")) == 100
+    text = chat_text(editor)
+    assert text.count("## You") == 100 and "Question 129:" in text and "Question 29:" not in text
+    assert text.startswith("# AgentLS chat\n_(30 earlier turns: <CR> on this line shows 30 more)_"
+                           "\n\n## You\n\nQuestion 30:")
+
+    editor.nvim.command("normal! gg")
+    editor.nvim.command("normal! j")
+    editor.nvim.input("<CR>")
+    editor.wait("the earlier turns", lambda: chat_text(editor).count("## You") == 130)
+    text = chat_text(editor)
+    assert text.startswith("# AgentLS chat\n\n## You\n\nQuestion 0:") and "earlier turns" not in text
+    assert "Question 29:" in text and text.index("Question 29:") < text.index("Question 30:")
+    tool_lines = editor.lua(
+        "local s = require('agentls.chat').state() local out = {}"
+        " local ns = vim.api.nvim_get_namespaces().agentls_chat"
+        " for _, m in ipairs(vim.api.nvim_buf_get_extmarks(s.bufnr, ns, 0, -1, {})) do"
+        "   table.insert(out, vim.api.nvim_buf_get_lines(s.bufnr, m[2], m[2] + 1, false)[1])"
+        " end return out")
+    assert len(tool_lines) == 3 * 130 and all(line.startswith("> ") for line in tool_lines)

@@ -52,6 +52,9 @@ class UnknownModel(ValueError):
 
 async def list_models(settings: config.Settings, *, env: Mapping[str, str] | None = None,
                       timeout: float = PROBE_TIMEOUT_S) -> list[BackendModels]:
+    # The model client's modules load in a thread: not on the event loop, where the
+    # editor's other requests (a history page) would wait behind their import.
+    await asyncio.to_thread(_load_client)
     from agentls.llm.probe import probe_models
 
     async def one(name: str, backend: config.BackendConfig) -> BackendModels:
@@ -88,6 +91,13 @@ async def list_models(settings: config.Settings, *, env: Mapping[str, str] | Non
     found = await asyncio.wait_for(asyncio.gather(*jobs), timeout + 1.0 - (
         time.monotonic() - started))
     return list(found)
+
+
+def _load_client() -> None:
+    import httpx2  # noqa: F401  (what probe_models uses)
+
+    import agentls.llm.openai_compat
+    import agentls.llm.probe  # noqa: F401
 
 
 def check_model(listing: list[BackendModels], backend: str, model: str) -> BackendModels:

@@ -11,7 +11,8 @@ local M = {}
 
 local SEPARATOR = "──── prompt (%s send, %s cancel) ────"
 local ns = vim.api.nvim_create_namespace("agentls_chat")
-local HISTORY_TURNS = 1000 -- turns a reopened session shows (the latest ones)
+local HISTORY_TURNS = 100 -- turns a reopened session shows at first (the latest ones)
+local MORE = "_(%d earlier turns: <CR> on this line shows %d more)_"
 
 -- One chat buffer is enough; it remembers its session, its running turn and the buffer the
 -- person came from (what #buffer, #selection and #diagnostics mean).
@@ -254,6 +255,13 @@ local function setup_buffer()
     vim.keymap.set({ "n", "i" }, keys.cancel, M.cancel, { buffer = bufnr, desc = "AgentLS: cancel the turn" })
   end
   vim.keymap.set("n", "q", M.close, { buffer = bufnr, desc = "AgentLS: close the chat" })
+  vim.keymap.set("n", "<CR>", function()
+    if chat.history_start and vim.api.nvim_get_current_line():match("^_%(%d+ earlier turns") then
+      vim.schedule(M.more)
+      return ""
+    end
+    return "<CR>"
+  end, { buffer = bufnr, expr = true, desc = "AgentLS: on the 'earlier turns' line, show them" })
   -- Mentions complete through the built-in completion (<C-x><C-o>, or any plugin that
   -- reads omnifunc / completefunc).
   vim.bo[bufnr].omnifunc = "v:lua.require'agentls.mentions'.complete"
@@ -558,29 +566,43 @@ local function turn_lines(turn, out, tool_rows)
 end
 
 --- Render a page of agentls/turns into a fresh chat buffer; returns the number of turns.
+local function more_line(start)
+  return string.format(MORE, start, math.min(start, HISTORY_TURNS))
+end
+
 local function render_history(page)
-  if valid() then
-    vim.api.nvim_buf_delete(chat.bufnr, { force = true })
-  end
-  chat.bufnr, chat.run, chat.cancelled = nil, nil, nil
-  show()
+  chat.run, chat.cancelled = nil, nil
+  local last = page.turns and page.turns[#page.turns]
+  chat.model = last and last.model or chat.model
+  chat.mode = last and last.mode or chat.mode
+  show() -- the chat buffer is reused: its window, folds and keys stay
+  vim.api.nvim_buf_clear_namespace(chat.bufnr, ns, 0, -1)
+  chat.history_start = page.hasMore and page.start or nil
   local out = { "# AgentLS chat" }
   local tool_rows = {}
   if page.hasMore then
-    table.insert(out, string.format("_(%d earlier turns are not shown)_", page.start))
+    table.insert(out, more_line(page.start))
   end
   for _, turn in ipairs(page.turns or {}) do
     turn_lines(turn, out, tool_rows)
   end
   table.insert(out, chat.separator)
   table.insert(out, "")
+  -- Folds (markers) and undo are not worked out line by line while the page goes in.
+  local wins = chat_windows()
+  for _, win in ipairs(wins) do
+    vim.wo[win].foldmethod = "manual"
+  end
+  local undolevels = vim.bo[chat.bufnr].undolevels
+  vim.bo[chat.bufnr].undolevels = -1
   vim.api.nvim_buf_set_lines(chat.bufnr, 0, -1, false, out)
+  vim.bo[chat.bufnr].undolevels = undolevels
+  for _, win in ipairs(wins) do
+    vim.wo[win].foldmethod = "marker"
+  end
   for row in pairs(tool_rows) do
     vim.api.nvim_buf_set_extmark(chat.bufnr, ns, row - 1, 0, { line_hl_group = "AgentlsChatTool" })
   end
-  local last = page.turns and page.turns[#page.turns]
-  chat.model = last and last.model or chat.model
-  chat.mode = last and last.mode or chat.mode
   update_winbar()
   for _, win in ipairs(chat_windows()) do
     vim.api.nvim_win_set_cursor(win, { #out, 0 })
@@ -608,6 +630,36 @@ function M.open_session(session_id, on_done, client)
       on_done(turns)
     end
   end)
+end
+
+--- <CR> on the "earlier turns" line: the page of turns before the ones shown, put above them.
+function M.more()
+  local start = chat.history_start
+  if not valid() or not start or not chat.session then
+    return
+  end
+  local params = { sessionId = chat.session, before = start, limit = HISTORY_TURNS }
+  require("agentls").request("agentls/turns", params, function(err, page)
+    if err or not valid() then
+      vim.notify("AgentLS: " .. (err and err.message or "the chat is gone"), vim.log.levels.ERROR)
+      return
+    end
+    local out, tool_rows = {}, {}
+    for _, turn in ipairs(page.turns or {}) do
+      turn_lines(turn, out, tool_rows)
+    end
+    local shift = 0 -- out[i] lands on row i (0-based): row 1 is the line it replaces
+    if page.hasMore then
+      table.insert(out, 1, more_line(page.start))
+      shift = 1
+    end
+    chat.history_start = page.hasMore and page.start or nil
+    -- Row 1 (0-based) is the "earlier turns" line: replaced by these turns.
+    vim.api.nvim_buf_set_lines(chat.bufnr, 1, 2, false, out)
+    for row in pairs(tool_rows) do
+      vim.api.nvim_buf_set_extmark(chat.bufnr, ns, row + shift, 0, { line_hl_group = "AgentlsChatTool" })
+    end
+  end, chat.source)
 end
 
 function M.reopen(session_id, client)
