@@ -177,7 +177,8 @@ def test_a_long_session_opens_on_its_latest_page_and_cr_shows_the_earlier_turns(
     editor.nvim.input("<CR>")
     editor.wait("the earlier turns", lambda: chat_text(editor).count("## You") == 130)
     text = chat_text(editor)
-    assert text.startswith("# AgentLS chat\n\n## You\n\nQuestion 0:") and "earlier turns" not in text
+    assert text.startswith("# AgentLS chat\n\n## You\n\nQuestion 0:")
+    assert "earlier turns" not in text
     assert "Question 29:" in text and text.index("Question 29:") < text.index("Question 30:")
     tool_lines = editor.lua(
         "local s = require('agentls.chat').state() local out = {}"
