@@ -77,6 +77,8 @@ export class Chat {
       this.touch(turn);
       await earlier.named;
       if (this.model !== model) return; // a new chat was started meanwhile
+      turn.status = "starting…";
+      this.touch(turn);
     }
     let named: (() => void) | undefined;
     if (!model.sessionId && !this.naming) {
