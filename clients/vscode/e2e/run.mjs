@@ -453,7 +453,7 @@ async function main() {
 
     step = "screenshots: 300 and 600 px wide, light and dark";
     for (const theme of ["Default Light Modern", "Default Dark Modern"]) {
-      await setTheme(theme);
+      await setTheme(theme, userData);
       for (const width of [300, 600]) {
         await setSidebarWidth(width);
         const name = `panel-${width}-${theme.includes("Light") ? "light" : "dark"}`;
@@ -554,9 +554,12 @@ async function titleAction(label) {
   await button.click();
 }
 
-async function setTheme(name) {
-  await palette("Preferences: Color Theme");
-  await answerInputBoxLoose(name);
+/** The colour theme, set in the user settings as a person's settings.json would (VS Code
+ * applies the change to the file at once); its picker's labels differ between versions. */
+async function setTheme(name, userData) {
+  const file = path.join(userData, "User/settings.json");
+  const settings = JSON.parse(fs.readFileSync(file, "utf8"));
+  fs.writeFileSync(file, JSON.stringify({ ...settings, "workbench.colorTheme": name }, null, 2));
   const dark = name.includes("Dark");
   await until(`the ${name} theme`, async () =>
     (await page.locator(".monaco-workbench").getAttribute("class")).split(/\s+/).includes(dark ? "vs-dark" : "vs"),
