@@ -181,11 +181,18 @@
     return log.scrollHeight - log.scrollTop - log.clientHeight < 40;
   }
 
+  // Follow the conversation while the person is at its end; once they scroll up to read,
+  // stay where they are until they scroll back down.
+  let stick = true;
+  log.addEventListener("scroll", () => { stick = atBottom(); });
+  function keepAtBottom() {
+    if (stick) log.scrollTop = log.scrollHeight;
+  }
+
   function render(view) {
     const open = new Set(Array.from(log.querySelectorAll("details[open]"))
       .map((d) => d.closest("section")?.dataset.turn + ":" +
         Array.prototype.indexOf.call(d.parentElement?.children ?? [], d)));
-    const stick = atBottom();
     log.replaceChildren(...view.turns.map(renderTurn));
     for (const key of open) {
       const [turn, index] = key.split(":");
@@ -193,7 +200,8 @@
       parts?.children[Number(index)]?.setAttribute("open", "");
     }
     setRunning(view.running, view.turns.length);
-    if (stick) log.scrollTop = log.scrollHeight;
+    stick = true; // a conversation opened or started: its end
+    keepAtBottom();
   }
 
   function apply(op) {
@@ -250,9 +258,8 @@
       }
     } else if (message.type === "ops") {
       const started = performance.now();
-      const stick = atBottom();
       for (const op of message.ops) apply(op);
-      if (stick) log.scrollTop = log.scrollHeight;
+      keepAtBottom();
       if (timings) recordChunk(message.ops, performance.now() - started);
     } else if (message.type === "options") {
       showOptions(message.options);
