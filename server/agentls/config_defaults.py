@@ -5,7 +5,7 @@ The settings' defaults and each key's shape, for reading settings without pydant
 
 from typing import Any
 
-SOURCE_HASH = '647a15c772eb2c0a80a1ab3eb469571d622730b2fe8605a5b2f896ff563d578d'
+SOURCE_HASH = 'f504c85b6384412b904cb34e221870f5a5e38cc8450fff3755aa60569e2e516a'
 
 DEFAULTS: dict[str, Any] = {'backend': 'openai',
  'backends': {'openai': {'type': 'openai',
@@ -255,6 +255,8 @@ KEYS: list[str] = ['backend',
  'mcp.servers.<name>.env.<name>',
  'mcp.servers.<name>.env_vars',
  'mcp.servers.<name>.url',
+ 'mcp.servers.<name>.headers.<name>',
+ 'mcp.servers.<name>.headers_env.<name>',
  'mcp.servers.<name>.enabled',
  'mcp.servers.<name>.sandbox',
  'mcp.servers.<name>.network',
