@@ -267,3 +267,5 @@ KEYS: list[str] = ['backend',
  'mcp.servers.<name>.startup_timeout_s',
  'mcp.servers.<name>.output_limit',
  'mcp.max_tools_in_prompt']
+
+CHECKS: list[str] = ['Settings._backend_exists', 'Settings._completion_backend_exists']

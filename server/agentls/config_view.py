@@ -196,10 +196,29 @@ def _from_text(key: str, shape: dict[str, Any], raw: str) -> Any:
 # --- checking the merged layers against the table ----------------------------------------------
 
 
+def _backend_exists(values: Mapping[str, Any]) -> bool:
+    return values["backend"] in values["backends"]
+
+
+def _completion_backend_exists(values: Mapping[str, Any]) -> bool:
+    name = values["completion"]["backend"]
+    return not name or name in values["backends"]
+
+
+# The models' whole-model checks (config_defaults.CHECKS), as plain functions: True = valid.
+JUDGED_CHECKS = {
+    "Settings._backend_exists": _backend_exists,
+    "Settings._completion_backend_exists": _completion_backend_exists,
+}
+
+
 def _checked(merged: Mapping[str, Any]) -> dict[str, Any]:
+    if any(name not in JUDGED_CHECKS for name in config_defaults.CHECKS):
+        raise _Unjudged("a check config_view does not know")  # config.load judges all
     values = _section(merged, config_defaults.DEFAULTS, "")
-    if values["backend"] not in values["backends"]:
-        raise _Unjudged("backend")  # the full check words this one
+    for name in config_defaults.CHECKS:
+        if not JUDGED_CHECKS[name](values):
+            raise _Unjudged(name)  # invalid: the full check words the error
     return values
 
 

@@ -51,7 +51,7 @@ def test_unknown_config_key_suggests_the_nearest(tmp_path: Path) -> None:
 def test_nearest_key_keeps_the_persons_backend_name() -> None:
     assert config.nearest_key("backends.work.modle") == "backends.work.model"
     assert config.nearest_key("max_iteration") == "max_iterations"
-    assert config.nearest_key("completely-unrelated") is None
+    assert config.nearest_key("zz-unrelated-qq") is None
 
 
 def test_config_set_refuses_a_base_url_without_scheme(tmp_path: Path) -> None:

@@ -60,18 +60,21 @@ def _shape(annotation: Any, info: FieldInfo, custom: bool) -> dict[str, Any]:
     return shape
 
 
-def _walk(model: type[BaseModel], prefix: str, out: dict[str, dict[str, Any]]) -> None:
+def _walk(model: type[BaseModel], prefix: str, out: dict[str, dict[str, Any]],
+          checks: set[str]) -> None:
+    checks.update(f"{model.__name__}.{name}"
+                  for name in model.__pydantic_decorators__.model_validators)
     validated = {field for decorator in model.__pydantic_decorators__.field_validators.values()
                  for field in decorator.info.fields}
     for name, info in model.model_fields.items():
         annotation = info.annotation
         custom = name in validated
         if isinstance(annotation, type) and issubclass(annotation, BaseModel) and not custom:
-            _walk(annotation, f"{prefix}{name}.", out)
+            _walk(annotation, f"{prefix}{name}.", out, checks)
         elif typing.get_origin(annotation) is dict and not custom:
             value = typing.get_args(annotation)[1]
             if isinstance(value, type) and issubclass(value, BaseModel):
-                _walk(value, f"{prefix}{name}.<name>.", out)
+                _walk(value, f"{prefix}{name}.<name>.", out, checks)
             else:
                 out[f"{prefix}{name}.<name>"] = _shape(value, FieldInfo(), False)
         else:
@@ -80,7 +83,8 @@ def _walk(model: type[BaseModel], prefix: str, out: dict[str, dict[str, Any]]) -
 
 def table() -> dict[str, Any]:
     shapes: dict[str, dict[str, Any]] = {}
-    _walk(Settings, "", shapes)
+    checks: set[str] = set()
+    _walk(Settings, "", shapes, checks)
     return {
         "defaults": Settings().model_dump(mode="json"),
         # What a table entry the person names gets for the fields they leave out.
@@ -88,6 +92,9 @@ def table() -> dict[str, Any]:
         "shapes": shapes,
         # The keys `agentls config` accepts (config_keys.KEYS), for its unknown-key check.
         "keys": list(KEYS),
+        # The models' whole-model checks: config_view judges those it knows, and steps aside
+        # (config.load answers) while any is listed that it does not.
+        "checks": sorted(checks),
     }
 
 
