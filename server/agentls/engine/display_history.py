@@ -19,7 +19,7 @@ from typing import Any
 
 from agentls.engine import review_notes
 from agentls.engine.sessions import SessionStore
-from agentls.engine.tool_dispatch import shown_result
+from agentls.engine.tool_dispatch import as_proposed, shown_result
 
 MAX_ARGUMENT_CHARS = 300
 _LEGACY_REQUEST = "\n\n# Request\n\n"
@@ -130,6 +130,7 @@ def _add(turn: dict[str, Any], row: tuple[Any, ...],
         else:
             ok, summary = shown_result(content or "")
             step["ok"], step["summary"] = ok, summary
+        step["summary"] = as_proposed(step["name"], bool(step["ok"]), step["summary"])
         turn["lastAt"] = created_at
 
 

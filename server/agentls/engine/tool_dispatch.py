@@ -169,6 +169,16 @@ def shown_result(text: str) -> tuple[bool, str]:
     return bool(result.get("ok")), result_summary(result)
 
 
+def as_proposed(name: str, ok: bool, summary: str) -> str:
+    """A change tool's "ok" as an editor shows it before the review ends: "proposed"
+    (DESIGN.md 13: the change lands only once the person has kept it)."""
+    from agentls.engine.modes import EDIT_TOOLS
+
+    if ok and name in EDIT_TOOLS and summary.startswith("ok"):
+        return "proposed" + summary[2:]
+    return summary
+
+
 def result_summary(result: dict[str, Any]) -> str:
     if result.get("ok"):
         for key in ("path", "action", "count", "exit_code", "answer"):

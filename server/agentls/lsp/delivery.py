@@ -341,6 +341,7 @@ async def deliver(ls: ServerContext, store: SessionStore, outgoing: Outgoing, *,
             False, text, skipped=skipped, partial=tuple(r.record() for r in reviews), sent=True),
             notes)
 
+    tell.status("waiting for your review")  # the chat's status and $/progress say so too
     on_send()
     # Kept by the server: the answer is recorded even if this request is cancelled.
     return await asyncio.shield(ls.spawn(send()))

@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 
-from agentls.engine.events import DoneEvent, Event, ReasoningDelta, RetryEvent, StatusEvent
+from agentls.engine.events import (
+    DoneEvent,
+    Event,
+    ReasoningDelta,
+    RetryEvent,
+    StatusEvent,
+    ToolResultEvent,
+)
+from agentls.engine.tool_dispatch import as_proposed
 from agentls.lsp import approvals
 from agentls.lsp.protocol import CHAT_EVENT, chat_event
 
@@ -55,6 +63,8 @@ class LspFrontend:
         fields.pop("output", None)  # the chatEvent contract carries the summary only
         if isinstance(event, RetryEvent):
             fields["text"] = event.text
+        if isinstance(event, ToolResultEvent):  # a change lands once reviewed (DESIGN.md 13)
+            fields["summary"] = as_proposed(event.name, event.ok, event.summary)
         self.emit(event.kind, **fields)
         status = _status_of(event, fields)
         if status and self.progress is not None:
