@@ -87,9 +87,10 @@ async def test_edits_to_two_files_and_a_new_one_arrive_as_one_workspace_edit(
     events = client.events(result["runId"])
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert {e["sessionId"] for e in events} == {result["sessionId"]}
-    assert [e["kind"] for e in events][-2:] == ["edit", "done"]
+    assert [e["kind"] for e in events][-3:] == ["edit", "status", "done"]
+    assert events[-2]["message"] == "waiting for your review"  # while the edit was out
     assert events[-1]["applied"] is True and events[-1]["stopReason"] == "done"
-    assert {f["path"] for f in events[-2]["files"]} == {"src/calc.py", "src/main.py",
+    assert {f["path"] for f in events[-3]["files"]} == {"src/calc.py", "src/main.py",
                                                          "src/util.py"}
     actions = [m for m in await history(client, result["sessionId"]) if m["kind"] == "actions"]
     assert actions[-1]["metadata"]["applied"] is True
