@@ -51,7 +51,10 @@ class UnknownModel(ValueError):
 
 
 async def list_models(settings: config.Settings, *, env: Mapping[str, str] | None = None,
-                      timeout: float = PROBE_TIMEOUT_S) -> list[BackendModels]:
+                      timeout: float = PROBE_TIMEOUT_S,
+                      only: str | None = None) -> list[BackendModels]:
+    """Every configured backend with the models it serves (``only``: that backend alone,
+    the others listed unprobed, as ``unchecked``)."""
     # The model client's modules load in a thread: not on the event loop, where the
     # editor's other requests (a history page) would wait behind their import.
     await asyncio.to_thread(_load_client)
@@ -87,7 +90,13 @@ async def list_models(settings: config.Settings, *, env: Mapping[str, str] | Non
         return entry
 
     started = time.monotonic()
-    jobs = [one(n, b) for n, b in settings.backends.items()]
+    async def skipped(name: str, backend: config.BackendConfig) -> BackendModels:
+        return BackendModels(name, backend.type, backend.model, [backend.model],
+                             status="unchecked" if backend.type == "openai" else "cli",
+                             active=settings.backend == name, base_url=backend.base_url)
+
+    jobs = [one(n, b) if only is None or n == only else skipped(n, b)
+            for n, b in settings.backends.items()]
     found = await asyncio.wait_for(asyncio.gather(*jobs), timeout + 1.0 - (
         time.monotonic() - started))
     return list(found)

@@ -161,7 +161,7 @@ async def _apply_options(ls: ServerContext, host: EngineHost, params: ChatParams
             backend = params.backend or (current.backend if current else settings.backend)
             config = settings.backends.get(backend)
             model = params.model or (config.model if config else "")
-            listing = await models.list_models(settings)
+            listing = await models.list_models(settings, only=backend)
             models.check_model(listing, backend, model)
         if session_id is None:
             session_id = host.store.create_session(

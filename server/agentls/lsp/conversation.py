@@ -74,7 +74,7 @@ async def set_model(ls: ServerContext, params: Any) -> dict[str, Any]:
     host = await ls.engine()
     info = _session(host, session_id)
     backend = backend or info.backend
-    listing = await models.list_models(host.agent.settings)
+    listing = await models.list_models(host.agent.settings, only=backend)
     try:
         entry = models.check_model(listing, backend, model)
     except models.UnknownModel as exc:
