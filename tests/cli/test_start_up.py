@@ -147,3 +147,13 @@ def test_agentls_run_imports_the_response_cache_only_when_it_is_consulted() -> N
     # An agent run is not answered from the cache by default (cache.agent_runs): diskcache
     # is imported, and the cache opened, by the first request that may be (llm/pool.py).
     assert printed_after_run_imports("'diskcache' in sys.modules") == "False"
+
+
+def test_agentls_run_imports_the_tools_code_only_when_a_tool_is_called() -> None:
+    # The first request carries the tools' schemas as data (tools/tool_schemas.py); the
+    # built-ins' models and code (file tools, patching, search) wait for their first call.
+    printed = printed_after_run_imports(
+        "sorted(m for m in ('agentls.tools.builtin', 'agentls.tools.files', "
+        "'agentls.tools.search', 'agentls.tools.patch', 'agentls.tools.matching') "
+        "if m in sys.modules)")
+    assert printed == "[]"

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
-from agentls.tools import files, git, search, shell
+from agentls.tools import shell, tool_schemas
 from agentls.tools.output import DEFAULT_RESULT_LIMIT, fail, to_json
 from agentls.tools.permissions import (
     Confirm,
@@ -70,7 +72,7 @@ Runner = Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]
 class ToolDef:
     name: str
     description: str
-    params: type[BaseModel]
+    params: type[BaseModel] | str  # BUILTIN: the built-in tool's model, imported when called
     run: Runner
     read_only: bool
     # A tool from outside (MCP): its JSON Schema as given (``params`` then takes any
@@ -96,142 +98,53 @@ class ToolOutcome:
         return bool(self.result.get("ok"))
 
 
-# --- parameter models of the tools that are not file tools ---------------------------------
+# ``ToolDef.params`` of a built-in tool: its model is ``builtin.TOOLS[name]``, imported with
+# the tool's code on the first call (the schema sent before that is data: tool_schemas.py).
+BUILTIN = "built-in"
 
 
-class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _builtin(name: str) -> Runner:
+    """A built-in tool's runner, its module imported on the first call."""
 
-
-class SearchTextParams(_Params):
-    query: str = Field(min_length=1, description="Text to find.")
-    path: str = Field(".", description="Folder or file to search.")
-    regex: bool = Field(False, description="query is a regular expression.")
-    case_sensitive: bool = Field(False)
-    glob: str | None = Field(None, description="Only files matching this glob ('*.py').")
-    max_results: int = Field(50, ge=1, le=search.MAX_RESULTS_LIMIT)
-
-
-class SearchSemanticParams(_Params):
-    query: str = Field(min_length=1, description="What to find, in words: 'where are "
-                       "rate limits retried'.")
-    top_k: int = Field(8, ge=1, le=30, description="Code chunks to return.")
-
-
-class ShellExecParams(_Params):
-    command: str = Field(min_length=1, description="The command line.")
-    cwd: str | None = Field(None, description="Folder to run in, relative to the root.")
-    timeout: float = Field(30, gt=0, le=shell.MAX_TIMEOUT,
-                           description="Seconds before the command is killed (max 600).")
-
-
-class GitStatusParams(_Params):
-    pass
-
-
-class GitDiffParams(_Params):
-    path: str | None = Field(None, description="Only this file or folder.")
-    staged: bool = Field(False, description="Staged changes instead of unstaged.")
-
-
-class GitLogParams(_Params):
-    n: int = Field(5, ge=1, le=git.MAX_LOG_ENTRIES, description="Number of commits.")
-
-
-def _sync(function: Callable[[Workspace, Any], dict[str, Any]], *, thread: bool) -> Runner:
     async def run(ctx: ToolContext, params: Any) -> dict[str, Any]:
-        if thread:  # reads may walk big trees: keep the event loop (the editor) responsive
-            return await asyncio.to_thread(function, ctx.workspace, params)
-        return function(ctx.workspace, params)
+        from agentls.tools import builtin
+
+        return await builtin.TOOLS[name][1](ctx, params)
 
     return run
-
-
-async def _search(ctx: ToolContext, p: SearchTextParams) -> dict[str, Any]:
-    return await search.search_text(ctx.workspace, p.query, p.path, p.regex, p.case_sensitive,
-                                    p.glob, p.max_results)
-
-
-# Embedding the chunks a tool call finds without vectors stops after this long; the rest is
-# still found by keywords, and the editor's background indexing catches up.
-SEARCH_EMBED_BUDGET_S = 10.0
-
-
-def _search_semantic_sync(ctx: ToolContext, p: SearchSemanticParams) -> dict[str, Any]:
-    if ctx.search_index is None:
-        return fail("UNAVAILABLE", "search_semantic is not available in this run; use "
-                    "search_text with likely identifiers instead.")
-    index = ctx.search_index()
-    warnings: list[str] = []
-    if not index.update_lock.locked():  # a background pass is running: search what is there
-        stats = index.update(embed_budget_s=SEARCH_EMBED_BUDGET_S)
-        warnings.extend(stats.warnings)
-    result = index.search(p.query, p.top_k)
-    if result.warning:
-        warnings.append(result.warning)
-    out: dict[str, Any] = {"ok": True, "mode": result.mode,
-                           "results": [h.to_dict() for h in result.hits]}
-    if not result.hits:
-        out["hint"] = ("Nothing matched. Rephrase with other words, or use search_text for "
-                       "an exact identifier.")
-    if warnings:
-        out["warning"] = "; ".join(dict.fromkeys(warnings))
-    return out
-
-
-async def _search_semantic(ctx: ToolContext, p: SearchSemanticParams) -> dict[str, Any]:
-    return await asyncio.to_thread(_search_semantic_sync, ctx, p)
-
-
-async def _shell(ctx: ToolContext, p: ShellExecParams) -> dict[str, Any]:
-    return await ctx.sandbox.run(ctx.workspace, p.command, p.cwd, p.timeout,
-                                 api_key_env=ctx.api_key_env,
-                                 output_limit=ctx.shell_output_limit)
-
-
-async def _git_status(ctx: ToolContext, p: GitStatusParams) -> dict[str, Any]:
-    return await git.git_status(ctx.workspace)
-
-
-async def _git_diff(ctx: ToolContext, p: GitDiffParams) -> dict[str, Any]:
-    return await git.git_diff(ctx.workspace, p.path, p.staged)
-
-
-async def _git_log(ctx: ToolContext, p: GitLogParams) -> dict[str, Any]:
-    return await git.git_log(ctx.workspace, p.n)
 
 
 DEFAULT_TOOLS: tuple[ToolDef, ...] = (
     ToolDef("list_files", "List a folder (sorted; ignored and secret files hidden). Folders "
             "end with '/'.",
-            files.ListFilesParams, _sync(files.list_files, thread=True), True),
+            BUILTIN, _builtin("list_files"), True),
     ToolDef("read_file", "Read a text file with line numbers. Over 2,000 lines it is cut: ask "
             "for start_line/end_line.",
-            files.ReadFileParams, _sync(files.read_file, thread=True), True),
+            BUILTIN, _builtin("read_file"), True),
     ToolDef("search_text", "Search file contents (ripgrep). Returns path:line:column: line.",
-            SearchTextParams, _search, True),
+            BUILTIN, _builtin("search_text"), True),
     ToolDef("search_semantic", "Find code by meaning: 'where is X handled' when you do not "
             "know the names (search_text for an exact string).",
-            SearchSemanticParams, _search_semantic, True),
+            BUILTIN, _builtin("search_semantic"), True),
     ToolDef("write_file", "Create a file, or overwrite/append to one (to change a file, "
             "prefer edit_file or apply_patch).",
-            files.WriteFileParams, _sync(files.write_file, thread=False), False),
+            BUILTIN, _builtin("write_file"), False),
     ToolDef("edit_file", "Change a file by exact search/replace blocks.",
-            files.EditFileParams, _sync(files.edit_file, thread=False), False),
+            BUILTIN, _builtin("edit_file"), False),
     ToolDef("apply_patch", "Add, update, move and delete files in one patch; all of it "
             "applies or none.",
-            files.ApplyPatchParams, _sync(files.apply_patch, thread=False), False),
+            BUILTIN, _builtin("apply_patch"), False),
     ToolDef("delete_file", "Delete a file (not a folder).",
-            files.DeleteFileParams, _sync(files.delete_file, thread=False), False),
+            BUILTIN, _builtin("delete_file"), False),
     ToolDef("shell_exec", "Run a shell command in the workspace (tests, builds, linters), in "
             "a sandbox without network that sees your pending changes; files it writes join "
             "your changes (shown in the result). Output is cut to its head and tail.",
-            ShellExecParams, _shell, False),
+            BUILTIN, _builtin("shell_exec"), False),
     ToolDef("git_status", "The branch and changed files.",
-            GitStatusParams, _git_status, True),
+            BUILTIN, _builtin("git_status"), True),
     ToolDef("git_diff", "Uncommitted (or staged) changes as a unified diff.",
-            GitDiffParams, _git_diff, True),
-    ToolDef("git_log", "The last commits.", GitLogParams, _git_log, True),
+            BUILTIN, _builtin("git_diff"), True),
+    ToolDef("git_log", "The last commits.", BUILTIN, _builtin("git_log"), True),
 )
 
 
@@ -267,7 +180,34 @@ def schema_of(params: type[BaseModel]) -> dict[str, Any]:
 def prepare_schemas(tools: Sequence[ToolDef] = DEFAULT_TOOLS) -> None:
     """Build the tools' schemas now (``schema_of`` keeps them), so the first run does not."""
     for tool in tools:
-        schema_of(tool.params)
+        _schema(tool)
+
+
+def params_of(tool: ToolDef) -> type[BaseModel]:
+    """The model a tool's arguments are checked with (a built-in's is imported now)."""
+    if isinstance(tool.params, str):
+        from agentls.tools import builtin
+
+        return builtin.TOOLS[tool.name][0]
+    return tool.params
+
+
+# tool_schemas.SOURCE_HASH is the hash of these, in this order (devtools/tool_schema_table.py).
+SCHEMA_SOURCES = ("builtin.py", "files.py", "search.py", "shell.py", "git.py")
+
+
+@functools.cache
+def schema_table_is_current() -> bool:
+    """Whether tool_schemas.py was generated from the models as they are; a stale table is
+    never used (the schemas then come from the models, imported)."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    try:
+        for name in SCHEMA_SOURCES:
+            digest.update((package / name).read_bytes())
+    except OSError:
+        return False
+    return digest.hexdigest() == tool_schemas.SOURCE_HASH
 
 
 def _without_null_option(node: dict[str, Any]) -> dict[str, Any]:
@@ -320,7 +260,7 @@ class ToolBox:
         if tool.forwards:
             return await self._forward(tool, args)
         try:
-            params = tool.params.model_validate(args)
+            params = params_of(tool).model_validate(args)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
@@ -340,8 +280,11 @@ class ToolBox:
         if decision.permission != "allow":
             return self._outcome(name, args, rejection(decision), tool.read_only)
         limit = tool.timeout_s or self.context.tool_timeout_s
-        if isinstance(params, ShellExecParams):
-            limit = max(limit, params.timeout + 5)
+        if name == "shell_exec":
+            from agentls.tools.builtin import ShellExecParams
+
+            if isinstance(params, ShellExecParams):
+                limit = max(limit, params.timeout + 5)
         try:
             async with asyncio.timeout(limit):
                 result = await tool.run(self.context, params)
@@ -400,4 +343,8 @@ class ToolBox:
 
 
 def _schema(tool: ToolDef) -> dict[str, Any]:
-    return tool.schema if tool.schema is not None else schema_of(tool.params)
+    if tool.schema is not None:
+        return tool.schema
+    if tool.params == BUILTIN and tool.name in tool_schemas.SCHEMAS and schema_table_is_current():
+        return tool_schemas.SCHEMAS[tool.name]
+    return schema_of(params_of(tool))

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from agentls.tools.permissions import ApprovalRequest, PermissionPolicy
-from agentls.tools.registry import DEFAULT_TOOLS, ToolBox, ToolContext, ToolDef, schema_of
+from agentls.tools.registry import (
+    DEFAULT_TOOLS,
+    ToolBox,
+    ToolContext,
+    ToolDef,
+    params_of,
+    schema_of,
+)
 from agentls.tools.sandbox import SandboxSettings
 from agentls.tools.sandboxed_shell import ShellSandbox
 from agentls.tools.workspace import Workspace
@@ -29,7 +36,7 @@ def test_schemas_are_plain_json_schema_and_cached(box: ToolBox) -> None:
     assert "additionalProperties" not in json.dumps([s.parameters for s in box.schemas()])
     assert edit["properties"]["edits"]["items"]["required"] == ["search", "replace"]
     assert by_name["git_status"].parameters["properties"] == {}
-    assert schema_of(DEFAULT_TOOLS[0].params) is schema_of(DEFAULT_TOOLS[0].params)
+    assert schema_of(params_of(DEFAULT_TOOLS[0])) is schema_of(params_of(DEFAULT_TOOLS[0]))
 
 
 async def test_unknown_tool(box: ToolBox) -> None:
