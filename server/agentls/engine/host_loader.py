@@ -57,6 +57,8 @@ class EngineLoader:
         self._import_lock = asyncio.Lock()  # background imports, one at a time
         self._contexts: ProjectContextCache | None = None
         self._refresh_pending = False
+        self._refresh: object = None  # the facts refresh waiting for a burst to end
+        self._closed = False
 
     # --- the engine ------------------------------------------------------------------------
 
@@ -183,21 +185,29 @@ class EngineLoader:
     def files_changed(self) -> None:
         """Files were saved, created or deleted: gather the facts again, once for a burst of
         events, and only if they were gathered before (nothing to refresh otherwise)."""
-        if self._contexts is None or self._refresh_pending:
+        if self._contexts is None or self._refresh_pending or self._closed:
             return
         self._refresh_pending = True
-        self._spawn(self._refresh_facts_soon())
+        self._refresh = self._spawn(self._refresh_facts_soon())
 
     async def _refresh_facts_soon(self) -> None:
         await asyncio.sleep(FACTS_REFRESH_DELAY_S)
         self._refresh_pending = False
-        assert self._contexts is not None
+        if self._closed or self._contexts is None:  # shut down meanwhile: nothing to refresh
+            return
         started = time.perf_counter()
         await self._contexts.refresh(self._new_workspace(), after_change=True)
         log.info("project facts gathered in the background after files changed (%.0f ms)",
                  (time.perf_counter() - started) * 1000)
 
     async def aclose(self) -> None:
+        # An exit right after a save must not wait for (or log the failure of) a refresh of
+        # facts nobody will read: the pending one is dropped before it starts.
+        self._closed = True
+        refresh, self._refresh = self._refresh, None
+        if isinstance(refresh, asyncio.Task) and not refresh.done():
+            refresh.cancel()
+            await asyncio.wait([refresh])
         if self.host is not None:
             host, self.host = self.host, None
             await host.aclose()
