@@ -452,8 +452,8 @@ async function main() {
     log("model switched from the panel's header: the next turn was answered by scripted-model-2 and says so");
 
     step = "screenshots: 300 and 600 px wide, light and dark";
-    for (const theme of ["Default Light Modern", "Default Dark Modern"]) {
-      await setTheme(theme, userData);
+    for (const theme of ["Light Modern", "Dark Modern"]) {
+      await setTheme(theme);
       for (const width of [300, 600]) {
         await setSidebarWidth(width);
         const name = `panel-${width}-${theme.includes("Light") ? "light" : "dark"}`;
@@ -554,12 +554,14 @@ async function titleAction(label) {
   await button.click();
 }
 
-/** The colour theme, set in the user settings as a person's settings.json would (VS Code
- * applies the change to the file at once); its picker's labels differ between versions. */
-async function setTheme(name, userData) {
-  const file = path.join(userData, "User/settings.json");
-  const settings = JSON.parse(fs.readFileSync(file, "utf8"));
-  fs.writeFileSync(file, JSON.stringify({ ...settings, "workbench.colorTheme": name }, null, 2));
+/** The colour theme, picked as a person does (its label in the picker: "Light Modern"). */
+async function setTheme(name) {
+  await palette("Preferences: Color Theme");
+  const input = page.locator(".quick-input-widget input.input");
+  await input.fill(name);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first()
+    .waitFor({ state: "visible", timeout: T.short });
+  await input.press("Enter");
   const dark = name.includes("Dark");
   await until(`the ${name} theme`, async () =>
     (await page.locator(".monaco-workbench").getAttribute("class")).split(/\s+/).includes(dark ? "vs-dark" : "vs"),
