@@ -157,3 +157,11 @@ def test_agentls_run_imports_the_tools_code_only_when_a_tool_is_called() -> None
         "'agentls.tools.search', 'agentls.tools.patch', 'agentls.tools.matching') "
         "if m in sys.modules)")
     assert printed == "[]"
+
+
+def test_agentls_run_imports_the_mcp_client_only_with_an_mcp_server() -> None:
+    # With no MCP server configured (nor brought by the session) the hub, its connections
+    # and the sandboxed launch are never needed: the engine makes the hub on first use.
+    printed = printed_after_run_imports(
+        "sorted(m for m in sys.modules if m.startswith(('agentls.tools.mcp', 'mcp')))")
+    assert printed == "[]"

@@ -21,7 +21,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentls.config import Settings
 from agentls.engine import context, models, modes, review_notes
@@ -67,11 +67,13 @@ from agentls.llm.backend import Backend, BackendError, RetryNotice
 from agentls.llm.messages import ChatRequest, ChatResponse, Message, ToolSpec, Usage
 from agentls.llm.rehearsal import rehearse
 from agentls.tools.changeset import ChangeSet, FileDiff
-from agentls.tools.mcp.hub import McpHub
 from agentls.tools.permissions import PermissionPolicy
 from agentls.tools.registry import DEFAULT_TOOLS, ToolBox, ToolContext, ToolDef, prepare_schemas
 from agentls.tools.sandboxed_shell import ShellSandbox
 from agentls.tools.workspace import Workspace
+
+if TYPE_CHECKING:  # the hub (and the MCP client) is imported by the first run that needs it
+    from agentls.tools.mcp.hub import McpHub
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +140,7 @@ class Agent:
         # Search indexes open on the first search_semantic call (front-ends share it).
         self.search_hub = IndexHub(settings)
         # MCP servers: started on the first run that offers tools, kept until aclose().
-        self.mcp = McpHub(settings.mcp, settings.sandbox, secret_env=secret_env(settings))
+        self._mcp: McpHub | None = None
         self._sessions: OrderedDict[str, SessionState] = OrderedDict()
         self._tasks: dict[str, asyncio.Task[RunResult]] = {}
         # Shared with whoever gathers them ahead of the first run (an editor, at start-up).
@@ -146,9 +148,21 @@ class Agent:
 
     # --- public API -----------------------------------------------------------------------
 
+    @property
+    def mcp(self) -> McpHub:
+        """The MCP hub, made on first use: a run with no MCP server (configured, or brought
+        by its session) never imports it."""
+        if self._mcp is None:
+            from agentls.tools.mcp.hub import McpHub
+
+            self._mcp = McpHub(self.settings.mcp, self.settings.sandbox,
+                               secret_env=secret_env(self.settings))
+        return self._mcp
+
     async def aclose(self) -> None:
         """End what the engine started for its runs (MCP servers)."""
-        await self.mcp.aclose()
+        if self._mcp is not None:
+            await self._mcp.aclose()
 
     async def start_mcp_servers(self, workspace: Workspace) -> None:
         """Start the MCP servers set to ``start = "session"`` now (the editor's server calls
@@ -338,7 +352,7 @@ class Agent:
             StatusEvent(message=text, warning=True))
         policy = self._policy or self.settings.permissions
         mcp_defs: list[ToolDef] = []
-        if request.tools is None and wanted(self.settings, self.mcp, run.session.id):
+        if request.tools is None and wanted(self.settings, self._mcp, run.session.id):
             mcp_defs, policy = await mcp_tools_for_run(
                 self.settings, self.mcp, workspace, request.prompt, run.session.id, policy,
                 frontend)

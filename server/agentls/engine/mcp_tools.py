@@ -8,27 +8,34 @@ the MCP tools' permissions (``mcp.servers.NAME.permission`` / ``.tools``, or an 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agentls.config import Settings
 from agentls.engine.events import Frontend, StatusEvent
-from agentls.tools.mcp.convert import PREFIX
-from agentls.tools.mcp.hub import McpHub, tool_defs
 from agentls.tools.permissions import PermissionPolicy
 from agentls.tools.registry import ToolDef
 from agentls.tools.workspace import Workspace
+
+if TYPE_CHECKING:  # imported by the first run with an MCP server (engine/agent.py)
+    from agentls.tools.mcp.hub import McpHub
 
 
 def secret_env(settings: Settings) -> str:
     return settings.active_backend.api_key_env or "OPENAI_API_KEY"
 
 
-def wanted(settings: Settings, hub: McpHub, session_id: str) -> bool:
-    return bool(settings.mcp.servers) or hub.has_session_servers(session_id)
+def wanted(settings: Settings, hub: McpHub | None, session_id: str) -> bool:
+    """Whether a run offers MCP tools (``hub`` None: not made yet, so no session servers)."""
+    return bool(settings.mcp.servers) or (hub is not None and hub.has_session_servers(session_id))
 
 
 async def mcp_tools_for_run(settings: Settings, hub: McpHub, workspace: Workspace, prompt: str,
                             session_id: str, policy: PermissionPolicy, frontend: Frontend
                             ) -> tuple[list[ToolDef], PermissionPolicy]:
     """The run's MCP ToolDefs and the policy that knows their permissions."""
+    from agentls.tools.mcp.convert import PREFIX
+    from agentls.tools.mcp.hub import tool_defs
+
     hub.configure(settings.mcp, settings.sandbox, secret_env(settings))
     explicit = {k: v for k, v in policy.tools.items() if k.startswith(PREFIX)}
     run = await hub.run_tools(workspace, prompt, session_id=session_id, explicit=explicit)
