@@ -287,22 +287,52 @@ async function main() {
       (await frame.locator("#empty").isVisible()), T.short);
     log("New Chat (title bar) started an empty conversation");
 
-    step = "refactor preview: accept";
+    step = "review: keep it all in one action";
     await chatFromPalette("Please fix add in calc.py");
-    await acceptPreview("preview");
+    await waitPicker();
+    await until("the status bar to say 'waiting for your review'", () =>
+      page.locator(".statusbar-item", { hasText: "waiting for your review" }).first().isVisible(), T.short);
+    await shot("review-picker");
+    await page.keyboard.press("Enter"); // one action keeps everything
     await until("calc.py on disk to say `return a + b`", () => readCalc(ws).includes("return a + b"));
     await waitTurn(0, "'Edit applied'", (t) => t.includes("Edit applied: calc.py"));
-    log("preview accepted; calc.py changed on disk; the panel says so");
+    log("review: Enter kept the whole edit; calc.py changed on disk; the panel says so");
+
+    step = "review: keep one of two changes";
+    await chatFromPalette("Please touch two files");
+    await waitPicker();
+    const readme = page.locator(".quick-input-list .monaco-list-row", { hasText: "README.md" }).first();
+    await readme.locator(".quick-input-list-checkbox, input[type=checkbox], .monaco-checkbox").first().click()
+      .catch(() => readme.click());
+    await until("README.md to be unticked", async () =>
+      (await readme.getAttribute("aria-checked")) === "false" ||
+      !(await readme.locator("input[type=checkbox]").first().isChecked().catch(() => true)), T.short);
+    await shot("review-keep-one");
+    await page.keyboard.press("Enter");
+    await until("calc.py on disk to hold the product comment", () => readCalc(ws).includes("# the product"));
+    await waitTurn(1, "'Edit partly applied'", (t) => t.includes("Edit partly applied") &&
+      t.includes("kept calc.py") && t.includes("rejected README.md"));
+    if (fs.readFileSync(path.join(ws, "README.md"), "utf8") !== "# calc\n") fail("README.md changed although it was left out");
+    await chatFromPalette("What did I keep?");
+    // The scripted model answers this only when its request says what was kept and rejected.
+    await waitTurn(2, "the model told what was kept", (t) => t.includes("You kept calc.py; README.md was left out."));
+    await shot("review-kept-one");
+    log("review: one of two changes kept; disk, the panel and the model's next request say which");
 
     step = "refactor preview: discard";
     const before = readCalc(ws);
     await chatFromPalette("Please square mul in calc.py");
+    await waitPicker();
+    // The refactor preview stays one click away: the picker's title button.
+    await page.locator(".quick-input-titlebar .action-label.codicon-checklist, .quick-input-titlebar a[aria-label*='refactor preview']")
+      .first().click();
     const discard = page.locator(".bulk-edit-panel .monaco-button", { hasText: /^Discard$/ }).first();
     await discard.waitFor({ state: "visible", timeout: T.long });
+    await shot("review-refactor-preview");
     await discard.click();
-    await waitTurn(1, "'Edit not applied'", (t) => t.includes("Edit not applied") && t.includes("left unchanged"));
+    await waitTurn(3, "'Edit not applied'", (t) => t.includes("Edit not applied") && t.includes("left unchanged"));
     if (readCalc(ws) !== before) fail(`calc.py changed although the edit was discarded:\n${readCalc(ws)}`);
-    log("preview discarded; calc.py unchanged; the panel says so");
+    log("refactor preview reached from the picker and discarded; calc.py unchanged; the panel says so");
 
     step = "code action from the lightbulb";
     await page.keyboard.press("Escape");
@@ -362,19 +392,21 @@ async function main() {
       }
     });
     await explain.click();
-    await waitTurn(2, "the explanation in the panel", (t) => t.startsWith("Explain the selected code (calc.py") &&
+    await waitTurn(4, "the explanation in the panel", (t) => t.startsWith("Explain the selected code (calc.py") &&
       t.includes("multiplies its two arguments") && t.includes("Return the product"));
     if (fs.existsSync(path.join(ws, ".agentls", "explain"))) fail("Explain still wrote a file under .agentls/explain/");
     log("Explain answered in the chat panel (no Markdown file)");
 
     step = "a code block's Apply goes through the review";
-    const applyButton = frame.locator("section.turn").nth(2).locator('.code button[data-action="apply"]').first();
+    const applyButton = frame.locator("section.turn").nth(4).locator('.code button[data-action="apply"]').first();
     await applyButton.click();
-    await acceptPreview("apply-code-block");
+    await waitPicker(); // the server's edit, reviewed like any agent edit
+    await shot("apply-code-block");
+    await page.keyboard.press("Enter");
     await until("the applied code block in the editor", async () =>
       (await editorText()).includes("Return the product of a and b."));
     if (!(await editorText()).includes("Return the sum of a and b.")) fail("Apply replaced more than the selection");
-    log("Apply on a code block opened the refactor preview; applied, the selection was replaced");
+    log("Apply on a code block went through the review; kept, the selection was replaced");
 
     step = "approve a shell command";
     await chatFromPalette("Please run the check");
@@ -392,29 +424,29 @@ async function main() {
     }
     await shot("approval");
     await dialog.locator(".monaco-button", { hasText: /^Allow once$/ }).click();
-    await waitTurn(3, "the answer after the approved command",
+    await waitTurn(5, "the answer after the approved command",
                    (t) => t.includes("The check printed scripted-check-ok."));
     log("shell command approved in the modal; the run finished");
 
     step = "cancel a long run";
     await chatFromPalette("Tell me a long story");
-    await waitTurn(4, "the long answer to start streaming", (t) => t.includes("Once upon"));
+    await waitTurn(6, "the long answer to start streaming", (t) => t.includes("Once upon"));
     // Select the previous answer while this one streams: the selection must survive it (only
     // the streaming turn's new text is drawn, nothing is redrawn).
-    const selected = await frame.locator("section.turn").nth(3).locator(".answer").last().evaluate((node) => {
+    const selected = await frame.locator("section.turn").nth(5).locator(".answer").last().evaluate((node) => {
       const selection = node.ownerDocument.getSelection();
       selection.selectAllChildren(node);
       return selection.toString();
     });
-    await waitTurn(4, "more of the long answer", (t) => t.includes("very long scripted"));
+    await waitTurn(6, "more of the long answer", (t) => t.includes("very long scripted"));
     const still = await frame.locator("body").evaluate((body) => body.ownerDocument.getSelection().toString());
     if (!selected || still !== selected) fail(`the selection did not survive streaming: ${JSON.stringify([selected, still])}`);
     log("a selection in the panel survived the streaming of the next answer");
     await titleAction("Cancel");
-    await waitTurn(4, "the run to stop as cancelled", (t) => /cancelled/.test(t), T.short * 2);
-    const stopped = (await panelTurnText(4)).length;
+    await waitTurn(6, "the run to stop as cancelled", (t) => /cancelled/.test(t), T.short * 2);
+    const stopped = (await panelTurnText(6)).length;
     await new Promise((r) => setTimeout(r, 1000));
-    if ((await panelTurnText(4)).length !== stopped) fail("text kept streaming after Cancel");
+    if ((await panelTurnText(6)).length !== stopped) fail("text kept streaming after Cancel");
     if (await frame.locator("#cancel").isVisible()) fail("the Cancel button is still shown");
     log("long run cancelled from the panel's title bar");
     await shot("cancelled");
@@ -429,9 +461,9 @@ async function main() {
     if (!(await input.inputValue()).includes("#file:calc.py ")) fail(`the mention was not inserted: ${await input.inputValue()}`);
     await input.press("Enter");
     // The scripted step matches only a request that carries calc.py's text (e2e/script.yaml).
-    const mentioned = await waitTurn(5, "the answer about the attached file",
+    const mentioned = await waitTurn(7, "the answer about the attached file",
                                      (t) => t.includes("The attached calc.py defines add and mul."));
-    const chip = frame.locator("section.turn").nth(5).locator(".chip .chip-name");
+    const chip = frame.locator("section.turn").nth(7).locator(".chip .chip-name");
     if ((await chip.allInnerTexts()).join() !== "calc.py") fail(`no calc.py chip on the turn:\n${mentioned}`);
     log("#file:calc.py completed from '@calc', shown as a chip, and its text was in the model's request");
 
@@ -447,7 +479,7 @@ async function main() {
       (await page.locator(".statusbar-item", { hasText: "scripted-model-2" }).count()) > 0, T.short);
     await input.fill("Which model are you?");
     await input.press("Enter");
-    await waitTurn(6, "the second model's answer, marked with its name",
+    await waitTurn(8, "the second model's answer, marked with its name",
                    (t) => t.includes("Answered by the second scripted model.") && t.includes("scripted-model-2"));
     log("model switched from the panel's header: the next turn was answered by scripted-model-2 and says so");
 
@@ -457,7 +489,7 @@ async function main() {
       for (const width of [300, 600]) {
         await setSidebarWidth(width);
         const name = `panel-${width}-${theme.includes("Light") ? "light" : "dark"}`;
-        await frame.locator("section.turn").nth(2).locator(".code").first().scrollIntoViewIfNeeded();
+        await frame.locator("section.turn").nth(4).locator(".code").first().scrollIntoViewIfNeeded();
         await shot(`${name}-code`);
         await checkCodeBlockLayout(frame, width);
         await frame.locator("section.turn").last().scrollIntoViewIfNeeded();
@@ -526,6 +558,13 @@ async function main() {
   writeFigures(timings);
 }
 
+/** The review picker of an agent edit (src/review.ts). */
+async function waitPicker() {
+  await until("the review picker", () =>
+    page.locator(".quick-input-widget .quick-input-title", { hasText: "Enter keeps the ticked files" })
+      .first().isVisible(), T.long);
+}
+
 async function acceptPreview(screenshot) {
   const apply = page.locator(".bulk-edit-panel .monaco-button", { hasText: /^Apply$/ }).first();
   await apply.waitFor({ state: "visible", timeout: T.long });
@@ -587,7 +626,7 @@ async function setSidebarWidth(width) {
 
 /** The code block's buttons sit above the code, never over it, at this width. */
 async function checkCodeBlockLayout(frame, width) {
-  const block = frame.locator("section.turn").nth(2).locator(".code").first();
+  const block = frame.locator("section.turn").nth(4).locator(".code").first();
   const head = await block.locator(".code-head").boundingBox();
   const code = await block.locator("pre").boundingBox();
   for (const name of ["copy", "insert", "apply"]) {

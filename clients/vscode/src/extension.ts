@@ -1,5 +1,5 @@
 // AgentLS for VS Code: starts `agentls serve`, adds the palette commands, the chat panel, the
-// status bar item, and shows every agent edit in the refactor preview.
+// status bar item, and asks for a review of every agent edit (src/review.ts).
 import * as vscode from "vscode";
 import {
   ApplyWorkspaceEditRequest, type ApplyWorkspaceEditParams, type ApplyWorkspaceEditResult,
@@ -14,6 +14,7 @@ import { RESTART_KEYS } from "./pure/config";
 import { MAX_RESTARTS, onServerStop, startMayBeRetried } from "./pure/restarts";
 import { CompletionStatusItem } from "./completion";
 import { createClient, serverCommand, serverConfig, showMcpServers } from "./server";
+import { reviewEdit } from "./review";
 import { StatusItem } from "./status";
 
 const SECRET_KEY = "agentls.apiKey";
@@ -76,7 +77,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       await new Promise((resolve) => setTimeout(resolve, decision.delayMs));
     }
     client = next;
-    installHandlers(next);
+    installHandlers(next, status);
     recordTiming({ figure: "initialize", activationToInitializeMs: performance.now() - activated,
                    startToInitializeMs: performance.now() - began });
     status.set("idle");
@@ -109,7 +110,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   register("agentls.ui.chat", async (prompt?: unknown) => {
     const text = typeof prompt === "string" ? prompt : await vscode.window.showInputBox({
-      title: "AgentLS: Chat", prompt: "Ask the agent (edits open in the refactor preview)",
+      title: "AgentLS: Chat", prompt: "Ask the agent (you review its edits before they land)",
       placeHolder: "e.g. fix the failing test in calc.py", ignoreFocusOut: true,
     });
     if (!text?.trim()) return;
@@ -240,25 +241,11 @@ async function notStarted(command: string, reason: string, output: vscode.Output
   }
 }
 
-function installHandlers(lc: LanguageClient): void {
-  // Agent edits: VS Code opens the refactor preview for annotations with needsConfirmation;
-  // what the person chose goes back to the run as `applied`.
+function installHandlers(lc: LanguageClient, status: StatusItem): void {
+  // Agent edits: the review picker (Enter keeps all; untick to leave a file out; the refactor
+  // preview one click away); what the person kept goes back to the run (src/review.ts).
   lc.onRequest(ApplyWorkspaceEditRequest.type,
-    async (params: ApplyWorkspaceEditParams): Promise<ApplyWorkspaceEditResult> => {
-      const edit = await lc.protocol2CodeConverter.asWorkspaceEdit(params.edit);
-      const applied = await vscode.workspace.applyEdit(edit, { isRefactoring: true });
-      if (!applied) {
-        return { applied: false,
-                 failureReason: "discarded in the refactor preview, or no change was ticked" };
-      }
-      if (vscode.workspace.getConfiguration("agentls").get("saveAcceptedEdits", true)) {
-        for (const [uri] of edit.entries()) {
-          const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
-          if (doc?.isDirty) await doc.save();
-        }
-      }
-      return { applied: true };
-    });
+    (params: ApplyWorkspaceEditParams): Promise<ApplyWorkspaceEditResult> => reviewEdit(lc, status, params));
   // Approvals and the agent's questions: a modal with the full text (src/prompts.ts).
   lc.onRequest(ShowMessageRequest.type, showMessageRequest);
 }

@@ -7,6 +7,7 @@ export class StatusItem implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
   private last: [Status, string] = ["starting", ""];
   private session = ""; // "model · mode" of the chat in the panel
+  private review = 0; // open reviews: while any is open, the item says so whatever the run says
 
   constructor() {
     this.item.name = "AgentLS";
@@ -20,8 +21,23 @@ export class StatusItem implements vscode.Disposable {
     this.set(...this.last);
   }
 
+  /** An agent edit waits for the person's review (on) or was decided (off). */
+  reviewing(on: boolean): void {
+    this.review = Math.max(0, this.review + (on ? 1 : -1));
+    if (this.review > 0) {
+      const item = this.item;
+      item.backgroundColor = new vscode.ThemeColor("statusBarItem.warningBackground");
+      item.text = "$(eye) AgentLS: waiting for your review";
+      item.tooltip = "AgentLS: an edit waits for your review (Enter keeps it all)";
+      item.command = undefined;
+    } else {
+      this.set(...this.last);
+    }
+  }
+
   set(status: Status, detail = ""): void {
     this.last = [status, detail];
+    if (this.review > 0) return;
     const item = this.item;
     item.backgroundColor = undefined;
     if (status === "starting") {

@@ -79,7 +79,12 @@ test("the chat result tells the truth about the edit", () => {
                                   failureReason: "discarded in the refactor preview" });
   assert.equal(discarded.editOutcome,
                "Edit not applied (discarded in the refactor preview): calc.py (+1 −1) left unchanged.");
-  assert.doesNotMatch(accepted.status, /refactor preview/);
+  assert.doesNotMatch(accepted.status, /review/);
+  const partial = startTurn(model, "two files");
+  applyResult(model, partial, { stopReason: "done", changes: [change], applied: false, partial: true,
+                                failureReason: "kept 1 of 2 changes in calc.py; rejected test_calc.py" });
+  assert.equal(partial.editOutcome,
+               "Edit partly applied: kept 1 of 2 changes in calc.py; rejected test_calc.py.");
   const none = startTurn(model, "hello");
   applyResult(model, none, { stopReason: "done", text: "Hi!", applied: null });
   assert.equal(none.editOutcome, undefined);

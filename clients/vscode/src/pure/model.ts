@@ -25,6 +25,7 @@ export interface ChatResult {
   changes?: FileChange[];
   applied?: boolean | null;
   failureReason?: string;
+  partial?: boolean; // some of the edit was kept: failureReason says what
   error?: { message?: string; kind?: string; hint?: string };
 }
 
@@ -165,9 +166,9 @@ export function applyEvent(model: PanelModel, event: ChatEvent): Turn | undefine
       break;
     case "edit": {
       const files = Array.isArray(event.files) ? (event.files as FileChange[]) : [];
-      turn.editOutcome = `Edit proposed: ${describeFiles(files)} — review it in the refactor ` +
-        "preview: tick the changes to keep (the file's box ticks all), then Apply, or Discard.";
-      turn.status = "waiting for your review in the refactor preview…";
+      turn.editOutcome = `Edit proposed: ${describeFiles(files)} — waiting for your review ` +
+        "(Enter keeps it all; untick a file to leave it out).";
+      turn.status = "waiting for your review…";
       break;
     }
     case "error": {
@@ -204,6 +205,8 @@ export function applyResult(model: PanelModel, turn: Turn, result: ChatResult): 
   const files = result.changes ?? [];
   if (result.applied === true) {
     turn.editOutcome = `Edit applied: ${describeFiles(files)}.`;
+  } else if (result.applied === false && result.partial) {
+    turn.editOutcome = `Edit partly applied: ${result.failureReason ?? "some of it was kept"}.`;
   } else if (result.applied === false) {
     const why = result.failureReason ? ` (${result.failureReason})` : "";
     turn.editOutcome = `Edit not applied${why}: ${describeFiles(files)} left unchanged.`;

@@ -1,0 +1,52 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { describe, keptEdit, leftOutReason, reviewFiles, type WorkspaceEdit } from "../src/pure/review";
+
+const ROOT = "file:///work/project";
+const edit: WorkspaceEdit = {
+  documentChanges: [
+    { textDocument: { uri: `${ROOT}/calc.py`, version: 3 }, edits: [
+      { range: { start: { line: 1, character: 11 }, end: { line: 1, character: 12 } }, newText: "+",
+        annotationId: "a" } as never,
+      { range: { start: { line: 5, character: 0 }, end: { line: 5, character: 0 } }, newText: "x\n" }] },
+    { kind: "create", uri: `${ROOT}/new.py`, annotationId: "a" },
+    { textDocument: { uri: `${ROOT}/new.py`, version: null }, edits: [
+      { range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } }, newText: "print()\n" }] },
+    { kind: "delete", uri: `${ROOT}/old.txt` },
+    { kind: "rename", oldUri: `${ROOT}/a.py`, newUri: `${ROOT}/b.py` },
+  ],
+  changeAnnotations: { a: { label: "AgentLS", needsConfirmation: true } },
+};
+
+test("every file of an edit, once, with its kind and edit count", () => {
+  assert.deepEqual(reviewFiles(edit), [
+    { uri: `${ROOT}/calc.py`, kind: "changed", edits: 2 },
+    { uri: `${ROOT}/new.py`, kind: "created", edits: 1 },
+    { uri: `${ROOT}/old.txt`, kind: "deleted", edits: 0 },
+    { uri: `${ROOT}/b.py`, kind: "renamed", edits: 0, oldUri: `${ROOT}/a.py` },
+  ]);
+  assert.deepEqual(describe(reviewFiles(edit)[0], ROOT), { label: "calc.py", detail: "changed · 2 edits" });
+  assert.deepEqual(describe(reviewFiles(edit)[3], ROOT), { label: "b.py", detail: "renamed from a.py" });
+});
+
+test("the kept edit holds only the kept files and asks for no confirmation", () => {
+  const kept = keptEdit(edit, new Set([`${ROOT}/new.py`, `${ROOT}/b.py`]));
+  assert.deepEqual(kept.documentChanges?.map((c) => ("textDocument" in c ? "edit " : c.kind + " ") +
+    ("textDocument" in c ? c.textDocument.uri : c.kind === "rename" ? c.newUri : c.uri)), [
+    `create ${ROOT}/new.py`, `edit ${ROOT}/new.py`, `rename ${ROOT}/b.py`]);
+  assert.equal(kept.changeAnnotations?.a.needsConfirmation, false);
+  assert.equal(edit.changeAnnotations?.a.needsConfirmation, true, "the original is left as it was");
+});
+
+test("the plain changes map is filtered too", () => {
+  const plain: WorkspaceEdit = { changes: { [`${ROOT}/a.py`]: [], [`${ROOT}/b.py`]: [] } };
+  assert.deepEqual(Object.keys(keptEdit(plain, new Set([`${ROOT}/b.py`])).changes ?? {}), [`${ROOT}/b.py`]);
+  assert.deepEqual(reviewFiles(plain).map((f) => f.kind), ["changed", "changed"]);
+});
+
+test("the answer's reason says what was kept and what was left out", () => {
+  const files = reviewFiles(edit);
+  assert.equal(leftOutReason(files, new Set([`${ROOT}/calc.py`]), ROOT),
+               "kept calc.py; left out new.py, old.txt, b.py");
+  assert.equal(leftOutReason(files, new Set(), ROOT), "discarded in the review");
+});
