@@ -290,8 +290,9 @@ async function main() {
     step = "review: keep it all in one action";
     await chatFromPalette("Please fix add in calc.py");
     await waitPicker();
-    await until("the status bar to say 'waiting for your review'", () =>
-      page.locator(".statusbar-item", { hasText: "waiting for your review" }).first().isVisible(), T.short);
+    await until("the status bar to say 'waiting for your review' (and nothing else of the run)", async () =>
+      (await page.locator(".statusbar-item", { hasText: "waiting for your review" }).count()) >= 1 &&
+      (await page.locator(".statusbar-item", { hasText: /thinking|running/ }).count()) === 0, T.short);
     await shot("review-picker");
     await page.keyboard.press("Enter"); // one action keeps everything
     await until("calc.py on disk to say `return a + b`", () => readCalc(ws).includes("return a + b"));
@@ -308,7 +309,8 @@ async function main() {
       (await readme.getAttribute("aria-checked")) === "false" ||
       !(await readme.locator("input[type=checkbox]").first().isChecked().catch(() => true)), T.short);
     await shot("review-keep-one");
-    await page.keyboard.press("Enter");
+    // OK keeps the ticked files (Enter in the list would toggle the focused row again).
+    await page.locator(".quick-input-widget .monaco-button", { hasText: /^OK$/ }).first().click();
     await until("calc.py on disk to hold the product comment", () => readCalc(ws).includes("# the product"));
     await waitTurn(1, "'Edit partly applied'", (t) => t.includes("Edit partly applied") &&
       t.includes("kept calc.py") && t.includes("rejected README.md"));
