@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from agentls.config import Settings
     from agentls.engine.host import EngineHost
     from agentls.lsp.resolved_settings import ResolvedSettings
-    from agentls.lsp.runs import RunManager
+    from agentls.lsp.turn import Runs
     from agentls.tools.workspace import Workspace
 
 
@@ -36,7 +36,7 @@ class ServerContext(LanguageServer):
     fetched_client: dict[str, Any] | None  # the section as last fetched, before it resolves
     settings_listeners: list[Callable[[], None]]  # called after each reload
     file_listeners: list[Callable[[list[str]], None]]  # called with saved/changed file URIs
-    runs: RunManager  # one turn from request to delivered edit (lsp/runs.py)
+    runs: Runs  # one turn from request to delivered edit (lsp/runs.py)
 
     # --- workspace
     @property

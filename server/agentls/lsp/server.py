@@ -58,7 +58,7 @@ class AgentLanguageServer(ServerContext):
         self._client_fetched = asyncio.Event()
         self.settings_listeners: list[Callable[[], None]] = []  # called after each reload
         self.file_listeners: list[Callable[[list[str]], None]] = []  # saved/changed file URIs
-        self.runs = RunManager(self, lsp_settings.LspSettings())
+        self.runs: RunManager = RunManager(self, lsp_settings.LspSettings())
         self._settings_task: asyncio.Task[lsp_settings.ResolvedSettings] | None = None
         self._background: set[asyncio.Task[Any]] = set()
         # The engine, its imports, the facts ahead of the first chat (engine/host_loader.py).

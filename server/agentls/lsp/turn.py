@@ -8,14 +8,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agentls.lsp.protocol import REQUEST_FAILED, ChatResult, ErrorPayload, FileChangePayload
 
 if TYPE_CHECKING:
     from agentls.engine.agent import RunResult
     from agentls.engine.context import Attachments
+    from agentls.engine.host import EngineHost
     from agentls.tools.workspace import Workspace
+
+
+class Runs(Protocol):
+    """What features use of the run manager (lsp/runs.py ``RunManager``), named here so the
+    context (lsp/context.py) types it without importing runs."""
+
+    requested: int
+
+    async def run(self, request: TurnRequest, host: EngineHost | None = None) -> Turn: ...
+
+    def cancel(self, run_id: str) -> bool: ...
 
 
 class TurnRefused(Exception):
