@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentls.tools import files, git, search, shell
 from agentls.tools.output import fail
+from agentls.tools.tool_context import Runner, ToolContext
 from agentls.tools.workspace import Workspace
-
-if TYPE_CHECKING:
-    from agentls.tools.registry import Runner, ToolContext
 
 # --- parameter models of the tools that are not file tools ---------------------------------
 

@@ -12,28 +12,19 @@ import functools
 import hashlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from agentls.tools import shell, tool_schemas
-from agentls.tools.output import DEFAULT_RESULT_LIMIT, fail, to_json
-from agentls.tools.permissions import (
-    Confirm,
-    Decision,
-    PermissionPolicy,
-    SessionGrants,
-    check,
-    rejection,
-)
-from agentls.tools.sandboxed_shell import ShellSandbox
-from agentls.tools.workspace import FenceError, Workspace
-
-if TYPE_CHECKING:  # the index is opened (and its modules imported) by its first search
-    from agentls.tools.semantic.service import WorkspaceSearch
+from agentls.tools import tool_schemas
+from agentls.tools.output import fail, to_json
+from agentls.tools.permissions import Decision, check, rejection
+from agentls.tools.tool_context import Runner as Runner
+from agentls.tools.tool_context import ToolContext as ToolContext
+from agentls.tools.workspace import FenceError
 
 log = logging.getLogger(__name__)
 
@@ -45,27 +36,6 @@ class ToolSchema:
     name: str
     description: str
     parameters: dict[str, Any]
-
-
-@dataclass
-class ToolContext:
-    """Everything a tool call may use; one per run (grants last for the session)."""
-
-    workspace: Workspace
-    policy: PermissionPolicy = field(default_factory=PermissionPolicy)
-    grants: SessionGrants = field(default_factory=SessionGrants)
-    confirm: Confirm | None = None  # None: nobody can be asked, so `ask` means deny
-    result_limit: int = DEFAULT_RESULT_LIMIT
-    shell_output_limit: int = shell.DEFAULT_OUTPUT_LIMIT
-    api_key_env: str = "OPENAI_API_KEY"
-    tool_timeout_s: float = 60.0  # per call; shell_exec gets at least its own timeout + 5 s
-    # Where shell_exec runs (DESIGN.md decision 11); the engine keeps one per session.
-    sandbox: ShellSandbox = field(default_factory=ShellSandbox)
-    # Opens the workspace's search index on first use (None: search_semantic unavailable).
-    search_index: Callable[[], WorkspaceSearch] | None = None
-
-
-Runner = Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True)

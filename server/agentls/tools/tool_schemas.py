@@ -6,7 +6,7 @@ The built-in tools' JSON Schemas as sent to the model, so the first request need
 
 from typing import Any
 
-SOURCE_HASH = '3788a95f2ecca25574d367394634d8f46e54cd4dfb9c988a6b20cc576ae6f29c'
+SOURCE_HASH = 'e0b0cc35ac58c869542340db7b28c3a3f91998b0570c1759189ad6ae9f1e361d'
 
 SCHEMAS: dict[str, dict[str, Any]] = {'list_files': {'properties': {'path': {'default': '.',
                                         'description': 'Folder to list.',
