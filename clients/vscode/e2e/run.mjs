@@ -132,6 +132,52 @@ async function chatFromPalette(prompt) {
 
 const readCalc = (ws) => fs.readFileSync(path.join(ws, "calc.py"), "utf8");
 
+/** Ghost text from the scripted FIM model while typing in a Python file; Tab accepts it and
+ * the saved file holds it; the status bar toggle turns completions off. */
+async function completionAsYouType(ws) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("F1");
+  await answerInputBoxLoose("stats.py");
+  const editor = page.locator(".part.editor .monaco-editor").first();
+  const editorText = async () =>
+    (await editor.locator(".view-lines").innerText()).replace(/\u00a0/g, " ");
+  await until("stats.py open in the editor", async () => (await editorText()).includes("def mean"));
+  const item = page.locator(".statusbar-item", { hasText: "Completions" }).first();
+  await until("the Completions status bar item to say on", async () =>
+    (await item.locator(".codicon-sparkle").count()) > 0);
+  await editor.locator(".view-line").first().click();
+  await page.keyboard.press("Control+End");
+  await page.keyboard.type("    return sum(", { delay: 40 });
+  // VS Code draws ghost text in pieces (one decoration per token run): read them all.
+  const ghost = editor.locator(":is(.ghost-text-decoration, .ghost-text)");
+  const ghostText = async () => (await ghost.allInnerTexts()).join("").replace(/\u00a0/g, " ");
+  await until("ghost text from the scripted model", async () =>
+    (await ghostText()).includes("values) / len(values"));
+  await shot("completion-ghost");
+  await page.keyboard.press("Tab");
+  await until("the completion accepted in the editor", async () =>
+    (await editorText()).includes("return sum(values) / len(values)"));
+  await page.keyboard.press("Control+S");
+  const saved = () => fs.readFileSync(path.join(ws, "stats.py"), "utf8");
+  await until("stats.py on disk to hold the completion", () =>
+    saved().includes("    return sum(values) / len(values)"));
+  log("ghost text shown while typing; Tab accepted it; the saved file holds it");
+
+  await item.click();
+  await until("the toggle to turn completions off", async () =>
+    (await item.locator(".codicon-circle-slash").count()) > 0);
+  await editor.locator(".view-line").nth(1).click(); // the status bar click took the focus
+  await page.keyboard.press("End");
+  await page.keyboard.press("Enter");
+  await page.keyboard.type("return sum(", { delay: 40 });
+  await until("the new line typed in the editor", async () =>
+    ((await editorText()).match(/return sum\(/g) ?? []).length === 2);
+  await new Promise((r) => setTimeout(r, 3000));
+  if ((await ghostText()).trim()) fail("ghost text shown although completions were turned off");
+  await shot("completion-off");
+  log("the status bar toggle turned completions off: no ghost text while typing");
+}
+
 // --- the scenario ------------------------------------------------------------------------
 
 async function main() {
@@ -146,6 +192,7 @@ async function main() {
   fs.mkdirSync(ws);
   fs.writeFileSync(path.join(ws, "calc.py"), SAMPLE);
   fs.writeFileSync(path.join(ws, "README.md"), "# calc\n");
+  fs.writeFileSync(path.join(ws, "stats.py"), "def mean(values):\n");
   // Sandboxed commands run without asking by default (DESIGN.md decision 11); this team's
   // project file asks anyway, so the approval modal is exercised and shows the sandbox note.
   fs.mkdirSync(path.join(ws, ".agentls"));
@@ -186,6 +233,7 @@ async function main() {
     "agentls.baseUrl": baseUrl,
     "agentls.model": "scripted-model",
     "agentls.cache.enabled": false,
+    "agentls.completion.model": "scripted-model",
     "workbench.startupEditor": "none",
     "workbench.tips.enabled": false,
     "workbench.welcomePage.walkthroughs.openOnInstall": false,
@@ -520,6 +568,8 @@ async function main() {
     await until("the chunk timings", () => fs.existsSync(timings) &&
       fs.readFileSync(timings, "utf8").includes('"figure":"chunks"'), T.short);
     log("streamed the 2,000-line answer after 200 turns");
+    step = "completion as you type";
+    await completionAsYouType(ws);
 
     step = "history restored after a reload";
     log(`reload at ${new Date().toISOString()}`);
