@@ -91,8 +91,9 @@ async def test_shell_approval_callback(tmp_path: Path) -> None:
                               sandbox=_asking_sandbox()))
     outcome = await box.call("shell_exec", {"command": "echo hello"})
     assert outcome.ok and outcome.result["stdout"].strip() == "hello"
-    assert asked and "echo hello" in asked[0].title
-    assert "sandboxed: no network, writes shown as a diff" in asked[0].title
+    assert asked and asked[0].title == "Run `echo hello`?"
+    # The sandbox line is said once, in the reason the prompt shows under its title.
+    assert "sandboxed: no network, writes shown as a diff" in asked[0].reason
 
 
 async def test_denied_tool_by_policy(tmp_path: Path) -> None:

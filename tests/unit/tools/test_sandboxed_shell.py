@@ -282,7 +282,7 @@ async def test_auto_without_a_sandbox_asks_every_command_and_says_why(
     asked: list[str] = []
 
     async def confirm(request: Any) -> Any:
-        asked.append(request.title)
+        asked.append(f"{request.title}\n{request.reason}")
         return "allow_once"
 
     for command in ("ls", "git status"):  # on the allow list, asked all the same
