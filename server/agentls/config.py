@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentls import redaction, workspace_trust
+from agentls import redaction
 
 # The settings are read, checked and written through this module; its parts live in
 # config_files (no pydantic: paths, TOML, dotted keys), config_models (the models) and
@@ -32,11 +32,14 @@ from agentls.config_files import (
     ConfigError,
     Layer,
     deep_merge,
+    file_layers,
     flatten,
     get_dotted,
+    merge_layers,
     read_config_file,
     reset,
     set_dotted,
+    source_of,
     user_cache_dir,
     user_config_file,
     workspace_config_file,
@@ -97,13 +100,7 @@ class LoadedSettings:
     notices: list[str] = field(default_factory=list)
 
     def source_of(self, key: str) -> str:
-        for layer in reversed(self.layers):
-            try:
-                get_dotted(layer.data, key)
-            except KeyError:
-                continue
-            return layer.name
-        return "default"
+        return source_of(self.layers, key)
 
 
 def load(
@@ -119,23 +116,8 @@ def load(
     A workspace file the person has not trusted cannot loosen safety settings (see
     ``agentls.workspace_trust``); what it tried is left out and said in ``notices``."""
     environ = os.environ if env is None else env
-    layers = [Layer("default", Settings().model_dump(mode="python"))]
-    user_file = user_config_file()
-    layers.append(Layer(f"user ({user_file})", read_config_file(user_file)))
-    notices: list[str] = []
-    if workspace is not None:
-        ws_file = workspace_config_file(workspace)
-        ws_data = read_config_file(ws_file)
-        if ws_data:
-            trust = workspace_trust.state(workspace, ws_file, env=environ,
-                                          editor_trusted=editor_trusted)
-            if not trust.trusted:
-                below = deep_merge(dict(layers[0].data), layers[1].data)
-                screened = workspace_trust.screen(ws_data, below)
-                ws_data = screened.data
-                if screened.left_out:
-                    notices.append(workspace_trust.notice(ws_file, screened.left_out, trust.why))
-        layers.append(Layer(f"workspace ({ws_file})", ws_data))
+    layers, notices = file_layers(Settings().model_dump(mode="python"), workspace, environ,
+                                  editor_trusted)
     layers.append(Layer("environment", env_layer(environ)))
     if client:
         layers.append(Layer("client", dict(client)))
@@ -144,18 +126,7 @@ def load(
         for key, value in flags.items():
             set_dotted(flag_data, key, value)
         layers.append(Layer("command line", flag_data))
-
-    merged: dict[str, Any] = {}
-    for layer in layers:
-        if layer.name == "environment" and environ.get("AGENTLS_MODEL"):
-            # AGENTLS_MODEL follows whichever backend the lower layers made active; it goes
-            # into the environment layer so `config list` names the environment as its source.
-            active = str(layer.data.get("backend", merged.get("backend", "openai")))
-            set_dotted(layer.data, f"backends.{active}.model", environ["AGENTLS_MODEL"])
-        try:
-            merged = deep_merge(merged, layer.data)
-        except (TypeError, AttributeError):
-            raise ConfigError(f"{layer.name}: expected a table of settings") from None
+    merged = merge_layers(layers, environ)
     settings = validate(merged, layers)
     return LoadedSettings(settings, layers, notices)
 

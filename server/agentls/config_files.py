@@ -9,14 +9,14 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
-from agentls import state_file
+from agentls import state_file, workspace_trust
 
 APP_NAME = "agentls"
 WORKSPACE_DIR = ".agentls"
@@ -42,6 +42,59 @@ def user_cache_dir() -> Path:
 class Layer:
     name: str  # shown by `config list`: default, user, workspace, env, client, flags
     data: dict[str, Any]
+
+
+def source_of(layers: Sequence[Layer], key: str) -> str:
+    """The name of the highest layer that sets ``key`` ("default" when none does)."""
+    for layer in reversed(layers):
+        try:
+            get_dotted(layer.data, key)
+        except KeyError:
+            continue
+        return layer.name
+    return "default"
+
+
+def file_layers(defaults: dict[str, Any], workspace: Path | None, env: Mapping[str, str],
+                editor_trusted: bool = False) -> tuple[list[Layer], list[str]]:
+    """The defaults, the user's file and the workspace's file as layers, and the notices for the
+    person: a workspace file they have not trusted cannot loosen safety settings (see
+    ``agentls.workspace_trust``); what it tried is left out and said."""
+    layers = [Layer("default", defaults)]
+    user_file = user_config_file()
+    layers.append(Layer(f"user ({user_file})", read_config_file(user_file)))
+    notices: list[str] = []
+    if workspace is not None:
+        ws_file = workspace_config_file(workspace)
+        ws_data = read_config_file(ws_file)
+        if ws_data:
+            trust = workspace_trust.state(workspace, ws_file, env=env,
+                                          editor_trusted=editor_trusted)
+            if not trust.trusted:
+                screened = workspace_trust.screen(ws_data, deep_merge(dict(defaults),
+                                                                      layers[1].data))
+                ws_data = screened.data
+                if screened.left_out:
+                    notices.append(workspace_trust.notice(ws_file, screened.left_out, trust.why))
+        layers.append(Layer(f"workspace ({ws_file})", ws_data))
+    return layers, notices
+
+
+def merge_layers(layers: Sequence[Layer], env: Mapping[str, str]) -> dict[str, Any]:
+    """The layers merged in order. ``AGENTLS_MODEL`` follows whichever backend the lower layers
+    made active; it goes into the environment layer so `config list` names it as the source."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        if layer.name == "environment" and env.get("AGENTLS_MODEL"):
+            active = str(layer.data.get("backend", merged.get("backend", "openai")))
+            set_dotted(layer.data, f"backends.{active}.model", env["AGENTLS_MODEL"])
+        if not isinstance(layer.data, Mapping):
+            raise ConfigError(f"{layer.name}: expected a table of settings")
+        try:
+            merged = deep_merge(merged, layer.data)
+        except (TypeError, AttributeError):
+            raise ConfigError(f"{layer.name}: expected a table of settings") from None
+    return merged
 
 
 def _reset_command(path: Path) -> str:

@@ -20,15 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentls import config_defaults, workspace_trust
+from agentls import config_defaults
 from agentls.config_files import (
     Layer,
     deep_merge,
-    get_dotted,
-    read_config_file,
+    file_layers,
+    merge_layers,
     set_dotted,
-    user_config_file,
-    workspace_config_file,
+    source_of,
 )
 
 # config_defaults.SOURCE_HASH is the hash of these, in this order (devtools/config_table.py).
@@ -49,13 +48,7 @@ class SettingsView:
     notices: list[str] = field(default_factory=list)
 
     def source_of(self, key: str) -> str:
-        for layer in reversed(self.layers):
-            try:
-                get_dotted(layer.data, key)
-            except KeyError:
-                continue
-            return layer.name
-        return "default"
+        return source_of(self.layers, key)
 
 
 def table_is_current() -> bool:
@@ -99,37 +92,10 @@ def read(workspace: Path | None, env: Mapping[str, str] | None = None) -> Settin
     if not table_is_current():
         return None
     environ = os.environ if env is None else env
-    defaults = copy.deepcopy(config_defaults.DEFAULTS)
-    layers = [Layer("default", defaults)]
-    user_file = user_config_file()
-    layers.append(Layer(f"user ({user_file})", read_config_file(user_file)))
-    notices: list[str] = []
-    if workspace is not None:
-        ws_file = workspace_config_file(workspace)
-        ws_data = read_config_file(ws_file)
-        if ws_data:
-            trust = workspace_trust.state(workspace, ws_file, env=environ)
-            if not trust.trusted:
-                try:
-                    screened = workspace_trust.screen(ws_data, deep_merge(defaults,
-                                                                          layers[1].data))
-                except (TypeError, AttributeError, ValueError):
-                    return None
-                ws_data = screened.data
-                if screened.left_out:
-                    notices.append(workspace_trust.notice(ws_file, screened.left_out, trust.why))
-        layers.append(Layer(f"workspace ({ws_file})", ws_data))
+    layers, notices = file_layers(copy.deepcopy(config_defaults.DEFAULTS), workspace, environ)
     try:
         layers.append(Layer("environment", _env_layer(environ)))
-        merged: dict[str, Any] = {}
-        for layer in layers:
-            if layer.name == "environment" and environ.get("AGENTLS_MODEL"):
-                active = str(layer.data.get("backend", merged.get("backend", "openai")))
-                set_dotted(layer.data, f"backends.{active}.model", environ["AGENTLS_MODEL"])
-            if not isinstance(layer.data, dict):
-                return None
-            merged = deep_merge(merged, layer.data)
-        values = _checked(merged)
+        values = _checked(merge_layers(layers, environ))
     except (_Unjudged, TypeError, AttributeError):
         return None
     return SettingsView(values, layers, notices)
