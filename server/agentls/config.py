@@ -32,6 +32,7 @@ from agentls.config_files import (
     ConfigError,
     Layer,
     deep_merge,
+    env_settings,
     file_layers,
     flatten,
     get_dotted,
@@ -71,17 +72,7 @@ __all__ = [
 
 def env_layer(env: Mapping[str, str]) -> dict[str, Any]:
     data: dict[str, Any] = {}
-    single = {k.replace(".", "_").upper(): k for k in KEYS if "<name>" not in k}
-    for name, raw in env.items():
-        if not name.startswith("AGENTLS_") or name == "AGENTLS_MODEL":
-            continue
-        suffix = name[len("AGENTLS_"):]
-        if "__" in suffix:
-            key = ".".join(part.lower() for part in suffix.split("__"))
-        elif suffix in single:
-            key = single[suffix]
-        else:
-            continue  # other AGENTLS_* variables (test switches, paths) are not settings
+    for name, key, raw in env_settings(env, KEYS):
         try:
             set_dotted(data, key, parse_value(key, raw))
         except ConfigError as exc:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,23 @@ def user_cache_dir() -> Path:
 class Layer:
     name: str  # shown by `config list`: default, user, workspace, env, client, flags
     data: dict[str, Any]
+
+
+def env_settings(env: Mapping[str, str],
+                 keys: Iterable[str]) -> Iterator[tuple[str, str, str]]:
+    """(variable, dotted key, text) for each ``AGENTLS_*`` variable that names a setting:
+    ``.`` written as ``__`` (``AGENTLS_CACHE__TTL_S``) or, for keys without ``<name>``, as
+    ``_`` (``AGENTLS_CACHE_TTL_S``). Other ``AGENTLS_*`` variables (test switches, paths, and
+    ``AGENTLS_MODEL``, which follows the active backend) are not settings."""
+    single = {k.replace(".", "_").upper(): k for k in keys if "<name>" not in k}
+    for name, raw in env.items():
+        if not name.startswith("AGENTLS_") or name == "AGENTLS_MODEL":
+            continue
+        suffix = name[len("AGENTLS_"):]
+        if "__" in suffix:
+            yield name, ".".join(part.lower() for part in suffix.split("__")), raw
+        elif suffix in single:
+            yield name, single[suffix], raw
 
 
 def source_of(layers: Sequence[Layer], key: str) -> str:

@@ -24,6 +24,7 @@ from agentls import config_defaults
 from agentls.config_files import (
     Layer,
     deep_merge,
+    env_settings,
     file_layers,
     merge_layers,
     set_dotted,
@@ -106,17 +107,7 @@ def read(workspace: Path | None, env: Mapping[str, str] | None = None) -> Settin
 
 def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
     data: dict[str, Any] = {}
-    single = {k.replace(".", "_").upper(): k for k in config_defaults.SHAPES if "<name>" not in k}
-    for name, raw in env.items():
-        if not name.startswith("AGENTLS_") or name == "AGENTLS_MODEL":
-            continue
-        suffix = name[len("AGENTLS_"):]
-        if "__" in suffix:
-            key = ".".join(part.lower() for part in suffix.split("__"))
-        elif suffix in single:
-            key = single[suffix]
-        else:
-            continue
+    for _name, key, raw in env_settings(env, config_defaults.KEYS):
         shape = shape_of(key)
         if shape is None:
             raise _Unjudged(key)
