@@ -25,14 +25,15 @@ def text(size: int) -> str:
 
 
 @st.composite
-def steps(draw: st.DrawFn, turn: int) -> list[Message]:
+def steps(draw: st.DrawFn, turn: int, step: int) -> list[Message]:
     """One model step: a message with 1-40 calls (writes with large contents, reads), then
-    their results (some large, some interrupted)."""
+    their results (some large, some interrupted). Call ids are unique in the session, as a
+    provider's are (turn, step and call number; a random suffix alone shrinks to 0)."""
     count = draw(st.integers(1, 40))
     calls, results = [], []
     interrupted_from = draw(st.integers(0, count))  # a kill -9 leaves the rest unanswered
     for k in range(count):
-        call_id = f"c{turn}_{len(results)}_{k}_{draw(st.integers(0, 10**6))}"
+        call_id = f"c{turn}_{step}_{k}"
         if draw(st.booleans()):
             size = draw(st.sampled_from([10, 500, 4_000, 16_000, 40_000]))
             arguments = {"path": f"src/gen_{turn}_{k}.py", "content": text(size)}
@@ -53,8 +54,8 @@ def histories(draw: st.DrawFn) -> list[Message]:
     for turn in range(draw(st.integers(1, 6))):
         messages.append(Message.user(f"turn {turn}: " + text(draw(st.sampled_from(
             [10, 200, 2_000, 12_000])))))
-        for _ in range(draw(st.integers(0, 3))):
-            messages += draw(steps(turn))
+        for step in range(draw(st.integers(0, 3))):
+            messages += draw(steps(turn, step))
         if draw(st.booleans()):
             messages.append(Message.assistant("Done. " + text(draw(st.sampled_from(
                 [10, 1_000, 8_000])))))
@@ -68,7 +69,14 @@ def newest_request(history: list[Message]) -> Message:
 
 
 def last_calls(history: list[Message]) -> tuple[Message, list[Message]] | None:
+    """The last call with its results, when it belongs to the newest request or to the turn
+    a follow-up directly follows (no other message from the person after it): a call from an
+    older turn is history, dropped oldest first like any other group."""
+    requests_after = 0
     for i in range(len(history) - 1, -1, -1):
+        requests_after += history[i].role == "user"
+        if requests_after > 1:
+            return None
         if history[i].tool_calls:
             ids = {c.id for c in history[i].tool_calls}
             return history[i], [m for m in history[i + 1:] if m.tool_call_id in ids]
