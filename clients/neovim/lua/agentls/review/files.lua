@@ -1,0 +1,223 @@
+-- The files of a review: their buffers loaded and the proposed text put in (an update's
+-- hunks, a created file's scratch buffer), each file's state, the decisions on created,
+-- deleted and renamed files, what is written at the end, and the summary of what was kept.
+local config = require("agentls.config")
+local hunks = require("agentls.review.hunks")
+local util = vim.lsp.util
+
+local M = {}
+
+local shown = hunks.shown
+
+M.KIND = { create = "created", delete = "deleted", rename = "renamed", update = "changed" }
+
+local function notify(message, level)
+  require("agentls").notify("AgentLS: " .. message, level)
+end
+
+--- A file's buffer, loaded. A file not loaded yet is read without autocommands (its
+--- filetype, syntax and plugins cost up to tens of ms each, for every file of a big edit):
+--- the AgentLS client is attached at once, the filetype set when a window first shows it.
+function M.load(path, client)
+  local bufnr = vim.fn.bufadd(path)
+  if vim.api.nvim_buf_is_loaded(bufnr) then
+    return bufnr
+  end
+  local ignore = vim.o.eventignore
+  vim.o.eventignore = "all"
+  local ok, err = pcall(vim.fn.bufload, bufnr)
+  vim.o.eventignore = ignore
+  if not ok then
+    error(err, 0)
+  end
+  vim.bo[bufnr].buflisted = true
+  if client then
+    pcall(vim.lsp.buf_attach_client, bufnr, client.id)
+  end
+  vim.api.nvim_create_autocmd("BufWinEnter", {
+    buffer = bufnr,
+    once = true,
+    callback = function()
+      if vim.bo[bufnr].filetype == "" then
+        vim.bo[bufnr].filetype = vim.filetype.match({ buf = bufnr }) or ""
+      end
+    end,
+  })
+  return bufnr
+end
+
+--- The documentChanges entries that concern file `f` (its resource operation and edits).
+local function changes_of(edit, f)
+  local out = {}
+  local mine = { [f.path] = true }
+  if f.old_path then
+    mine[f.old_path] = true
+  end
+  for _, change in ipairs(edit.documentChanges or {}) do
+    local uri = change.uri or change.newUri or (change.textDocument and change.textDocument.uri)
+    if uri and (mine[vim.uri_to_fname(uri)] or (change.oldUri and mine[vim.uri_to_fname(change.oldUri)])) then
+      table.insert(out, change)
+    end
+  end
+  return out
+end
+
+--- An update: the proposed text goes into the buffer (one undo step) and each hunk is drawn.
+function M.prepare_update(f)
+  local bufnr = M.load(f.path)
+  f.bufnr = bufnr
+  f.modified_before = vim.bo[bufnr].modified
+  local old = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+  f.old_lines, f.old_eol = old, vim.bo[bufnr].eol
+  local new_eol = f.new == "" or f.new:sub(-1) == "\n"
+  if vim.bo[bufnr].eol ~= new_eol then -- the final newline goes with the text, kept as sent
+    vim.bo[bufnr].eol = new_eol
+  end
+  if not new_eol then -- written as it is: no final newline added ('fixeol')
+    vim.bo[bufnr].fixeol = false
+  end
+  hunks.propose(f, old, hunks.split_text(f.new))
+end
+
+--- Created files: a scratch buffer holding the new text, every line added.
+function M.prepare_create(f)
+  local text = f.exact or f.new
+  local bufnr = vim.api.nvim_create_buf(false, true)
+  vim.bo[bufnr].bufhidden = "hide"
+  pcall(vim.api.nvim_buf_set_name, bufnr, "agentls://new/" .. shown(f.path))
+  vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, hunks.split_text(text))
+  local ft = vim.filetype.match({ filename = f.path, buf = bufnr })
+  if ft then
+    vim.bo[bufnr].filetype = ft
+  end
+  vim.bo[bufnr].modifiable = false
+  f.bufnr, f.scratch = bufnr, true
+  for row = 0, vim.api.nvim_buf_line_count(bufnr) - 1 do
+    hunks.mark_added(bufnr, row)
+  end
+end
+
+--- "pending", "kept", "rejected", "partial" (some hunks kept) or "failed".
+function M.state(f)
+  if not f.hunks then
+    return f.state
+  end
+  local kept, pending = hunks.count(f)
+  if pending > 0 then
+    return "pending"
+  end
+  return kept == #f.hunks and "kept" or (kept == 0 and "rejected" or "partial")
+end
+
+--- Create / delete / rename, done when accepted (with `review`'s edit, encoding and client).
+function M.accept(review, f)
+  if f.state ~= "pending" then
+    return true
+  end
+  local ok, err
+  if f.kind == "create" then
+    ok, err = pcall(function()
+      vim.fn.mkdir(vim.fn.fnamemodify(f.path, ":h"), "p")
+      local out = assert(io.open(f.path, "wb"))
+      out:write(f.exact or f.new)
+      out:close()
+    end)
+    if ok and f.scratch and vim.api.nvim_buf_is_valid(f.bufnr) then
+      local scratch = f.bufnr
+      f.bufnr = M.load(f.path, review.client)
+      for _, win in ipairs(vim.fn.win_findbuf(scratch)) do
+        vim.api.nvim_win_set_buf(win, f.bufnr)
+      end
+      vim.api.nvim_buf_delete(scratch, { force = true })
+      f.scratch = false
+    end
+  else
+    ok, err = pcall(util.apply_workspace_edit, { documentChanges = changes_of(review.edit, f) }, review.encoding)
+  end
+  if not ok then
+    f.state, f.reason = "failed", tostring(err)
+    notify(string.format("could not apply %s: %s", shown(f.path), f.reason), vim.log.levels.ERROR)
+    return true
+  end
+  f.state = "kept"
+  return true
+end
+
+function M.reject(f)
+  if f.state == "pending" then
+    f.state = "rejected"
+    if f.scratch and vim.api.nvim_buf_is_valid(f.bufnr) then
+      vim.api.nvim_buf_delete(f.bufnr, { force = true })
+    end
+  end
+  return true
+end
+
+--- Write what was kept (buffers that had no unsaved changes before); a file deleted on disk
+--- during the review is not written back, and counts as not kept.
+function M.settle(f)
+  if not f.hunks or not vim.api.nvim_buf_is_valid(f.bufnr) then
+    return
+  end
+  local kept = M.state(f) ~= "rejected"
+  if kept and not vim.uv.fs_stat(f.path) then
+    -- Nothing of it landed: the buffer shows the text it had, as the review found it.
+    f.reason = "deleted on disk during the review"
+    for _, h in ipairs(f.hunks) do
+      h.state = "rejected"
+    end
+    vim.api.nvim_buf_call(f.bufnr, function()
+      pcall(vim.cmd, "undojoin")
+      vim.api.nvim_buf_set_lines(f.bufnr, 0, -1, false, f.old_lines)
+    end)
+    vim.bo[f.bufnr].eol = f.old_eol
+    notify(shown(f.path) .. " was deleted on disk during the review; it was not written again", vim.log.levels.WARN)
+    return
+  end
+  if f.modified_before then
+    return
+  end
+  if not kept then
+    vim.bo[f.bufnr].modified = false -- the old text, as on disk
+  elseif config.options.preview.write and vim.bo[f.bufnr].modified then
+    vim.api.nvim_buf_call(f.bufnr, function()
+      vim.cmd("silent keepalt write")
+    end)
+  end
+end
+
+--- Whether every file was kept whole, and what was kept, said in one line.
+function M.summary(files)
+  local parts, all_kept = {}, true
+  for _, f in ipairs(files) do
+    local state = M.state(f)
+    if state ~= "kept" then
+      all_kept = false
+    end
+    if f.hunks then
+      local kept = hunks.count(f)
+      if kept == #f.hunks then
+        table.insert(parts, "kept " .. shown(f.path))
+      elseif kept == 0 then
+        table.insert(parts, "rejected " .. shown(f.path) .. (f.reason and (" (" .. f.reason .. ")") or ""))
+      else
+        local which = {}
+        for _, h in ipairs(f.hunks) do
+          if h.state == "kept" then
+            table.insert(which, tostring(h.index))
+          end
+        end
+        table.insert(
+          parts,
+          string.format("kept %d of %d changes in %s (%s)", kept, #f.hunks, shown(f.path), table.concat(which, ", "))
+        )
+      end
+    else
+      local verb = state == "kept" and "kept" or (state == "failed" and "failed" or "rejected")
+      table.insert(parts, string.format("%s %s %s", verb, M.KIND[f.kind], shown(f.path)))
+    end
+  end
+  return all_kept, table.concat(parts, "; ")
+end
+
+return M
