@@ -17,7 +17,7 @@ async def execute(client: AgentClient, command: str, *arguments: Any) -> Any:
         command=command, arguments=list(arguments)))
 
 
-async def test_chat_command_answers_like_agentls_chat_on_a_new_session(
+async def test_chat_command_answers_at_once_and_the_turn_runs_on_the_session(
         client: AgentClient, model: ReplayServer) -> None:
     model.load({"steps": [{"reply": {"text": "From the palette."}}]})
     created = await execute(client, "agentls.newSession", {"title": "palette"})
@@ -25,8 +25,11 @@ async def test_chat_command_answers_like_agentls_chat_on_a_new_session(
     result = await execute(client, "agentls.chat",
                            {"prompt": "hello", "sessionId": created["sessionId"]})
 
-    assert result["text"] == "From the palette." and result["stopReason"] == "done"
-    assert result["sessionId"] == created["sessionId"]
+    assert result["started"] is True and result["sessionId"] == created["sessionId"]
+    done = await client.wait_for_event(
+        lambda e: e["kind"] == "done" and e["runId"] == result["runId"])
+    assert done["text"] == "From the palette." and done["stopReason"] == "done"
+    assert done["sessionId"] == created["sessionId"]
     listing = await client.send("agentls/sessions", None)
     titles = {s["id"]: s["title"] for s in listing["sessions"]}
     assert titles[created["sessionId"]] == "palette"

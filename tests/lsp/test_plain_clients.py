@@ -1,5 +1,6 @@
 """An LSP editor without AgentLS's plugin, behaving like Emacs + eglot (its recorded
-capabilities: no code action resolve, so actions run as the agentls.runAction command):
+capabilities: no code action resolve, so actions run as the agentls.runAction command; a
+chat is the agentls.chat command):
 eglot applies a workspace/applyEdit at once and answers ``applied: true``, but sends the
 document's didChange only from an idle timer, which cannot fire while it waits for its own
 command request. The real server and the scripted model (not a real model)."""
@@ -11,7 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
 from pytest_lsp import client_capabilities
 
 from agentls.devtools.replay import ReplayServer
@@ -134,3 +137,96 @@ async def test_a_late_didchange_that_does_not_hold_the_edit_is_reported(
             break
         await asyncio.sleep(0.05)
     assert any("src/calc.py does not hold the change" in m for m in shown()), shown()
+
+
+async def chat_command(client: AgentClient, params: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = await execute(
+        client, lsp.Command("Chat", "agentls.chat", arguments=[params]))
+    return result
+
+
+async def eglot_chats(client: AgentClient, uri: str) -> dict[str, Any]:
+    """What eglot does with ``M-x eglot-execute-command agentls.chat``: the command (10 s
+    timeout), then, once it has returned, the applied edit's didChange from its idle timer."""
+    started = time.monotonic()
+    result = await asyncio.wait_for(chat_command(
+        client, {"prompt": "add() subtracts; fix it", "context": {"uri": uri}}), EGLOT_TIMEOUT_S)
+    assert time.monotonic() - started < 1.0, "the command held the client's request"
+    assert result["started"] is True and result["runId"]
+    for _ in range(600):
+        if client.edits:
+            break
+        await asyncio.sleep(0.05)
+    assert client.edits, [m.message for m in client.messages]
+    (params,) = client.edits
+    await asyncio.sleep(0.5)  # eglot-send-changes-idle-time
+    client.apply_to_documents = True
+    apply_to_open_documents(client, params.edit)
+    return result
+
+
+async def closing_message(client: AgentClient) -> str:
+    for _ in range(200):
+        ended = [m.message for m in client.messages if m.message.startswith("AgentLS: ")
+                 and "Edit " in m.message]
+        if ended:
+            return ended[-1]
+        await asyncio.sleep(0.05)
+    raise AssertionError([m.message for m in client.messages])
+
+
+async def test_the_chat_command_answers_at_once_and_a_15_s_run_lands(
+        bare_client: AgentClient, project: Path, model: ReplayServer) -> None:
+    """agentls.chat as a plain client sends it: answered with the run id in < 1 s though the
+    run takes 15 s (eglot gives up after 10 s); the edit lands, is recorded applied, and the
+    run's end is told with window/showMessage (eglot shows no agentls/chatEvent)."""
+    await initialize(bare_client, client_capabilities("emacs"), project, options_for(model))
+    model.load({"steps": [
+        {"match": {"tool_results": False},
+         "reply": {"first_delay_s": 15.0, "tool_calls": [FIX_CALL]}},
+        {"match": {"tool_results": True}, "reply": {"text": "add() now adds."}},
+    ]})
+    bare_client.apply_to_documents = False  # applied in the buffer; didChange comes later
+    uri = open_calc(bare_client, project, version=1)
+    started = time.monotonic()
+
+    result = await eglot_chats(bare_client, uri)
+
+    assert time.monotonic() - started > EGLOT_TIMEOUT_S  # the run really was longer
+    assert bare_client.open_texts[uri][1] == FIXED
+    assert (await recorded(bare_client, result["runId"]))["applied"] is True
+    done = await bare_client.wait_for_event(
+        lambda e: e["kind"] == "done" and e["runId"] == result["runId"])
+    assert done["applied"] is True
+    # Named in the answer unless the command came in the server's first second (as here).
+    assert result.get("sessionId") in (None, done["sessionId"])
+    message = await closing_message(bare_client)
+    assert "add() now adds." in message and "Edit applied: src/calc.py." in message, message
+    assert not [p for p in bare_client.prompts if "not applied" in p.message], [
+        p.message for p in bare_client.prompts]
+
+
+async def test_the_chat_command_continues_a_session_and_refuses_an_unknown_one(
+        bare_client: AgentClient, project: Path, model: ReplayServer) -> None:
+    await initialize(bare_client, client_capabilities("emacs"), project, options_for(model))
+    model.load({"steps": [{"match": {"user": "again"}, "reply": {"text": "Again."}},
+                          {"times": 2, "reply": {"text": "Hello."}}]})
+    first = await chat_command(bare_client, {"prompt": "hi"})
+    session = (await bare_client.wait_for_event(
+        lambda e: e["kind"] == "done" and e["runId"] == first["runId"]))["sessionId"]
+
+    second = await chat_command(bare_client, {"prompt": "again", "sessionId": session})
+    third = await chat_command(bare_client, {"prompt": "a new one"})
+
+    assert second["sessionId"] == session and second["runId"] != first["runId"]
+    done = await bare_client.wait_for_event(
+        lambda e: e["kind"] == "done" and e["runId"] == second["runId"])
+    assert done["text"] == "Again." and done["sessionId"] == session
+    # The engine is loaded: a new session is created before the answer, which names it.
+    assert third["sessionId"] != session
+    done = await bare_client.wait_for_event(
+        lambda e: e["kind"] == "done" and e["runId"] == third["runId"])
+    assert done["sessionId"] == third["sessionId"]
+    with pytest.raises(JsonRpcException) as unknown:
+        await chat_command(bare_client, {"prompt": "hi", "sessionId": "01NOSUCHSESSION"})
+    assert unknown.value.code == -32602 and "does not exist" in unknown.value.message

@@ -1,9 +1,14 @@
 """Chat: ``agentls/chat``, ``agentls/cancel``, ``agentls/sessions``, ``agentls/history``.
 
 The same as ``workspace/executeCommand`` commands: ``agentls.chat`` takes the
-``agentls/chat`` params as its one argument and returns the same result; ``agentls.cancel``
-takes ``{runId}`` (or the id); ``agentls.newSession`` takes an optional ``{title}`` and
-returns ``{sessionId}``.
+``agentls/chat`` params as its one argument and answers at once ``{sessionId, runId,
+started: true}``; the run goes on in the background (DESIGN.md 13: an editor without our
+plugin, eglot with its 10 s request timeout, never waits on it) and reports through
+``$/progress``, ``workspace/applyEdit`` and, at its end, one ``window/showMessage`` with the
+answer and what became of the edit. ``agentls.cancel`` takes ``{runId}`` (or the id);
+``agentls.newSession`` takes an optional ``{title}`` and returns ``{sessionId}``. The
+request ``agentls/chat`` (our plugins' form) still answers when the run is over, with the
+result they draw the edit's outcome from.
 
 ``agentls/chat`` runs one turn (lsp/runs.py) with the context the client sent: the document
 and range become the selection (the range's text read from the open buffer), attached
@@ -16,12 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentls.lsp import documents, protocol
 from agentls.lsp.commands import register_command
 from agentls.lsp.context import ServerContext
-from agentls.lsp.handlers import request
+from agentls.lsp.handlers import request, single_argument
 from agentls.lsp.protocol import ChatContext, ChatParams, ChatResult, ParamsError
 from agentls.lsp.turn import TurnRefused, TurnRequest
 
@@ -125,8 +131,10 @@ async def resolve_references(ls: ServerContext, host: EngineHost, base: Attachme
         symbols=lambda: host.agent.search_hub.get(workspace), changes=changes)
 
 
-async def run_chat(ls: ServerContext, params: ChatParams) -> ChatResult:
-    """One chat turn, for ``agentls/chat`` and the ``agentls.chat`` command."""
+async def run_chat(ls: ServerContext, params: ChatParams,
+                   run_id: str | None = None) -> ChatResult:
+    """One chat turn, for ``agentls/chat`` and the ``agentls.chat`` command (which names
+    the run, ``run_id``, before it starts)."""
     host = await ls.engine()  # loads the engine (in a thread) before the context is built
     session_id = params.session_id
     if params.model is not None or params.mode is not None or params.backend is not None:
@@ -140,7 +148,7 @@ async def run_chat(ls: ServerContext, params: ChatParams) -> ChatResult:
         chips, refused = resolved.chips, resolved.refused
     request = TurnRequest(params.prompt, session_id=session_id,
                           attachments=attachments, chips=chips, refused=refused,
-                          work_done_token=params.work_done_token)
+                          work_done_token=params.work_done_token, run_id=run_id)
     turn = await ls.runs.run(request, host)  # the engine, awaited once above
     return turn.chat_result()
 
@@ -218,10 +226,115 @@ async def new_session_command(ls: ServerContext,
     return {"sessionId": info.id}
 
 
+async def chat_command(ls: ServerContext, arguments: list[Any]) -> dict[str, Any]:
+    """``agentls.chat``: answers at once ``{sessionId, runId, started: true}``; the turn goes
+    on in the background (see the module's docstring). Bad params, and an unknown session once
+    the engine is loaded, are refused in the answer; while the server is still starting (its
+    first second) the answer has no ``sessionId`` and the turn opens its session itself."""
+    import uuid
+
+    params = protocol.parse_chat_params(
+        single_argument(protocol.CMD_CHAT, protocol.CHAT)(arguments))
+    host = ls.engine_if_built()  # never awaited: the start-up work may take a second
+    if host is not None:
+        params = _with_session(host, params)
+    run_id = uuid.uuid4().hex[:12]
+    ls.spawn(_chat_in_background(ls, params, run_id))
+    out: dict[str, Any] = {"runId": run_id, "started": True}
+    if params.session_id is not None:
+        out["sessionId"] = params.session_id
+    return out
+
+
+def _with_session(host: EngineHost, params: ChatParams) -> ChatParams:
+    """``params`` with their session checked, or a new one created (so the command's answer
+    names it and a follow-up can continue it)."""
+    import dataclasses
+
+    from agentls.engine.sessions import SessionNotFound, title_from
+
+    if params.session_id is not None:
+        if host.store.get_session(params.session_id) is None:
+            raise TurnRefused(str(SessionNotFound(params.session_id)),
+                              code=protocol.INVALID_PARAMS)
+        return params
+    settings = host.agent.settings
+    return dataclasses.replace(params, session_id=host.store.create_session(
+        backend=settings.backend, model=settings.active_backend.model,
+        title=title_from(params.prompt)).id)
+
+
+async def _chat_in_background(ls: ServerContext, params: ChatParams, run_id: str) -> None:
+    """The command's turn, after its answer; its end (or why it could not run) is told with
+    window/showMessage, the one thing every LSP editor shows."""
+    from lsprotocol import types as lsp
+
+    try:
+        result = await run_chat(ls, params, run_id=run_id)
+    except TurnRefused as exc:  # a full queue, an unknown model or mode ...
+        ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error,
+                                                     message=exc.message))
+        return
+    except Exception:
+        log.exception("agentls.chat failed")
+        ls.window_show_message(lsp.ShowMessageParams(
+            type=lsp.MessageType.Error,
+            message="AgentLS: the chat failed unexpectedly; see the AgentLS log."))
+        return
+    kind, message = ended_message(result, _display(ls))
+    ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType(kind), message=message))
+
+
+ANSWER_SHOWN_CHARS = 2000  # of the answer in the closing message; the session has it whole
+
+
+def _display(ls: ServerContext) -> Callable[[str], str]:
+    workspace = ls.new_workspace()
+
+    def display(uri: str) -> str:
+        path = documents.path_of(uri)
+        return workspace.display_path(path) if path is not None else uri
+
+    return display
+
+
+def ended_message(result: ChatResult, display: Callable[[str], str]) -> tuple[int, str]:
+    """``(MessageType, text)`` saying how a turn run by the command ended: the answer, then
+    what became of its edit (never "applied" for what did not land)."""
+    lines: list[str] = []
+    text = result.get("text", "").strip()
+    if len(text) > ANSWER_SHOWN_CHARS:
+        text = text[: ANSWER_SHOWN_CHARS - 1] + "…"
+    if text:
+        lines.append(text)
+    applied, reason = result.get("applied"), result.get("failureReason")
+    files = ", ".join(display(c["uri"]) for c in result.get("changes", []))
+    kind = 3  # Info
+    if applied is True:
+        lines.append(f"Edit applied: {files}.")
+    elif applied is False and result.get("partial"):
+        lines.append(f"Edit partly applied: {reason or 'some of it was kept'}.")
+    elif applied is False:
+        lines.append(f"Edit not applied{f' ({reason})' if reason else ''}: {files} left "
+                     "unchanged.")
+        kind = 2  # Warning
+    stop = result.get("stopReason", "done")
+    error = result.get("error")
+    if error is not None:
+        lines.append(f"Error: {error['message']}" + (f" ({error['hint']})"
+                                                     if error.get("hint") else ""))
+        kind = 1  # Error
+    elif stop != "done":
+        lines.append(f"Stopped: {stop.replace('_', ' ')}.")
+    return kind, "AgentLS: " + "\n\n".join(lines or ["(no answer)"])
+
+
 def setup(server: ServerContext) -> None:
-    @request(server, protocol.CHAT, command=protocol.CMD_CHAT)
+    @request(server, protocol.CHAT)
     async def chat(ls: ServerContext, params: Any) -> ChatResult:
         return await run_chat(ls, protocol.parse_chat_params(params))
+
+    register_command(server, protocol.CMD_CHAT, chat_command)
 
     # agentls.cancel takes {runId} or the id itself as its argument.
     @request(server, protocol.CANCEL, command=protocol.CMD_CANCEL, command_params=list)
