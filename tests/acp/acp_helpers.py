@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,11 +16,17 @@ from typing import Any
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    CreateTerminalResponse,
     DeniedOutcome,
     FileSystemCapabilities,
+    KillTerminalResponse,
     ReadTextFileResponse,
+    ReleaseTerminalResponse,
     RequestPermissionResponse,
     SessionNotification,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
 
@@ -75,12 +83,58 @@ def read_edit_run_steps() -> list[dict[str, Any]]:
     ]
 
 
+class Terminal:
+    """A terminal of the test client: the given command really runs (its own process group),
+    stdout and stderr together, the oldest bytes dropped past the byte limit, as ACP says."""
+
+    def __init__(self, argv: list[str], cwd: str | None, env: dict[str, str] | None,
+                 limit: int | None) -> None:
+        self.argv, self.cwd, self.env, self.limit = argv, cwd, env, limit
+        self.output = bytearray()
+        self.truncated = False
+        self.killed = False
+        self.released = False
+        self.process: asyncio.subprocess.Process | None = None
+        self.reader: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            *self.argv, cwd=self.cwd, env={**os.environ, **(self.env or {})},
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+        self.reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        while chunk := await self.process.stdout.read(65536):
+            self.output += chunk
+            if self.limit is not None and len(self.output) > self.limit:
+                del self.output[:len(self.output) - self.limit]
+                self.truncated = True
+
+    async def wait(self) -> TerminalExitStatus:
+        assert self.process is not None and self.reader is not None
+        code = await self.process.wait()
+        await self.reader
+        if code < 0:
+            return TerminalExitStatus(signal=signal.Signals(-code).name)
+        return TerminalExitStatus(exit_code=code)
+
+    def kill(self) -> None:
+        assert self.process is not None
+        if self.process.returncode is None:
+            self.killed = True
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+
+
 class RecordingClient:
     """An ACP client that records every update and answers permission requests as told."""
 
     def __init__(self, *, permission: str | None = "apply_all", fs_write: bool = True,
                  fail_write_on: str | None = None,
-                 buffers: dict[str, str] | None = None) -> None:
+                 buffers: dict[str, str] | None = None, terminal: bool = False,
+                 terminal_fails: bool = False) -> None:
         self.updates: list[SessionNotification] = []
         self.permissions: list[Any] = []
         self.writes: list[tuple[str, str]] = []
@@ -91,11 +145,16 @@ class RecordingClient:
         self.reads: list[str] = []
         self.asked = asyncio.Event()
         self.first_update = asyncio.Event()
+        self.terminal = terminal  # offer the terminal capability, with real processes
+        self.terminal_fails = terminal_fails  # offered, but terminal/create answers an error
+        self.terminals: dict[str, Terminal] = {}
+        self.terminal_started = asyncio.Event()
+        self._terminal_ids = itertools.count(1)
 
     def capabilities(self) -> ClientCapabilities:
         return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=self.buffers is not None,
                                                             write_text_file=self.fs_write),
-                                  terminal=False)
+                                  terminal=self.terminal)
 
     async def request_permission(self, session_id: str, tool_call: Any, options: list[Any],
                                  **_: Any) -> RequestPermissionResponse:
@@ -129,8 +188,46 @@ class RecordingClient:
         text = self.buffers.get(path)
         return ReadTextFileResponse(content=text if text is not None else Path(path).read_text())
 
-    async def create_terminal(self, *a: Any, **k: Any) -> Any:
-        raise acp.RequestError.method_not_found("terminal/create")
+    async def create_terminal(self, session_id: str, command: str, args: list[str] | None = None,
+                              env: list[Any] | None = None, cwd: str | None = None,
+                              output_byte_limit: int | None = None,
+                              **_: Any) -> CreateTerminalResponse:
+        if not self.terminal:
+            raise acp.RequestError.method_not_found("terminal/create")
+        if self.terminal_fails:
+            raise acp.RequestError.internal_error({"message": "no terminal here (test)"})
+        terminal = Terminal([command, *(args or [])], cwd,
+                            {v.name: v.value for v in env or []}, output_byte_limit)
+        await terminal.start()
+        terminal_id = f"term-{next(self._terminal_ids)}"
+        self.terminals[terminal_id] = terminal
+        self.terminal_started.set()
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str,
+                                     **_: Any) -> WaitForTerminalExitResponse:
+        status = await self.terminals[terminal_id].wait()
+        return WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
+
+    async def terminal_output(self, session_id: str, terminal_id: str,
+                              **_: Any) -> TerminalOutputResponse:
+        terminal = self.terminals[terminal_id]
+        assert terminal.process is not None
+        status = await terminal.wait() if terminal.process.returncode is not None else None
+        return TerminalOutputResponse(output=terminal.output.decode(errors="replace"),
+                                      truncated=terminal.truncated, exit_status=status)
+
+    async def kill_terminal(self, session_id: str, terminal_id: str,
+                            **_: Any) -> KillTerminalResponse:
+        self.terminals[terminal_id].kill()
+        return KillTerminalResponse()
+
+    async def release_terminal(self, session_id: str, terminal_id: str,
+                               **_: Any) -> ReleaseTerminalResponse:
+        terminal = self.terminals[terminal_id]
+        terminal.kill()
+        terminal.released = True
+        return ReleaseTerminalResponse()
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         raise acp.RequestError.method_not_found(method)

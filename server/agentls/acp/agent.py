@@ -229,6 +229,8 @@ class AgentLsAcp:
         if fs is not None and fs.read_text_file:  # the editor's text, unsaved edits included
             workspace.buffer_source = client_reader(self.conn, session_id)
         frontend = AcpFrontend(self.conn, session_id, workspace)
+        if self._client is not None and self._client.terminal:
+            frontend.use_terminal()  # sandboxed commands shown live in the editor
         inner = asyncio.create_task(self._turn(session, prompt, frontend),
                                     name=f"acp-turn-{session_id}")
         session.turn = inner

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from acp.schema import (
     AllowedOutcome,
     PermissionOption,
+    TerminalToolCallContent,
     ToolCallProgress,
     ToolCallStart,
     ToolCallUpdate,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from acp.interfaces import Client
 
     from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
+    from agentls.tools.shell import CommandRunner
     from agentls.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,21 @@ class AcpFrontend:
         self._queue: asyncio.Queue[Update | None] = asyncio.Queue()
         self._sender = asyncio.create_task(self._send_all(), name=f"acp-updates-{session_id}")
         self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._terminals: dict[str, str] = {}  # tool call id -> the client's terminal id
+        # Sandboxed commands in the client's terminal (acp/terminal.py), when it has one.
+        self.command_runner: CommandRunner | None = None
+
+    def use_terminal(self) -> None:
+        from agentls.acp.terminal import ClientTerminal
+
+        self.command_runner = ClientTerminal(self._conn, self.session_id, self.terminal_shown)
+
+    def terminal_shown(self, call_id: str, terminal_id: str) -> None:
+        """A command of this call runs in the client's terminal: the call shows it live."""
+        self._terminals[call_id] = terminal_id
+        self.send(ToolCallProgress(
+            session_update="tool_call_update", tool_call_id=call_id, status="in_progress",
+            content=[TerminalToolCallContent(type="terminal", terminal_id=terminal_id)]))
 
     # --- sending -------------------------------------------------------------------------
 
@@ -125,13 +142,18 @@ class AcpFrontend:
     def _tool_finished(self, event: ToolResultEvent) -> None:
         name, args = self._calls.pop(event.call_id, (event.name, {}))
         content: list[Any] = []
-        if event.ok and name in tool_calls.EDIT_TOOLS:
-            paths = tool_calls.touched_paths(self.workspace, name, args)
-            content.extend(tool_calls.edit_diffs(self.workspace, paths))
-        if event.output:
-            content.append(tool_calls.text_content(event.output))
-        elif not event.ok or not content:
-            content.append(tool_calls.text_content(event.summary))
+        terminal = self._terminals.pop(event.call_id, None)
+        if terminal is not None:  # the output is in the terminal; the summary says how it ended
+            content += [TerminalToolCallContent(type="terminal", terminal_id=terminal),
+                        tool_calls.text_content(event.summary)]
+        else:
+            if event.ok and name in tool_calls.EDIT_TOOLS:
+                paths = tool_calls.touched_paths(self.workspace, name, args)
+                content.extend(tool_calls.edit_diffs(self.workspace, paths))
+            if event.output:
+                content.append(tool_calls.text_content(event.output))
+            elif not event.ok or not content:
+                content.append(tool_calls.text_content(event.summary))
         self.send(ToolCallProgress(
             session_update="tool_call_update", tool_call_id=event.call_id,
             status="completed" if event.ok else "failed", content=content))

@@ -350,6 +350,7 @@ class Agent:
             state.sandbox = ShellSandbox(self.settings.sandbox, run.session.id)
         state.sandbox.notify = lambda text: frontend.on_event(
             StatusEvent(message=text, warning=True))
+        state.sandbox.runner = getattr(frontend, "command_runner", None)
         policy = self._policy or self.settings.permissions
         mcp_defs: list[ToolDef] = []
         if request.tools is None and wanted(self.settings, self._mcp, run.session.id):

@@ -7,10 +7,15 @@ them. Events are plain frozen dataclasses with a ``kind`` so they serialise to t
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
 from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
+
+# The id of the tool call the current task runs (set by engine/tool_dispatch.py), so what a
+# front-end lends a tool (the editor's terminal) can show up in that call.
+TOOL_CALL_ID: ContextVar[str | None] = ContextVar("agentls_tool_call_id", default=None)
 
 EventKind = Literal["turn", "text", "reasoning", "toolCall", "toolResult", "status", "retry",
                     "edit", "done", "error"]
@@ -139,7 +144,9 @@ class Frontend(Protocol):
     answers without asking anyone, so it is used even in ``automation`` sessions, which
     otherwise deny. Questions still go unanswered there. ``can_ask = False`` (also optional)
     says the front-end cannot show questions at all, so ``ask_user`` tells the model to
-    decide itself instead of reporting a dismissed question."""
+    decide itself instead of reporting a dismissed question. ``command_runner`` (optional,
+    a ``tools.shell.CommandRunner``) runs sandboxed commands' argv elsewhere (the ACP
+    client's terminal) instead of in the engine's own process."""
 
     interactive: bool
 

@@ -12,7 +12,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from agentls.engine.events import Frontend, StatusEvent, ToolCallStarted, ToolResultEvent
+from agentls.engine.events import (
+    TOOL_CALL_ID,
+    Frontend,
+    StatusEvent,
+    ToolCallStarted,
+    ToolResultEvent,
+)
 from agentls.engine.sessions import SessionStore
 from agentls.engine.turns import RunState, append_message
 from agentls.llm.messages import Message, ToolCall, ToolSpec
@@ -93,7 +99,11 @@ async def _call(call: ToolCall, toolbox: ToolBox, frontend: Frontend,
         frontend.on_event(ToolResultEvent(call_id=call.id, name=call.name,
                                           ok=bool(result["ok"]), summary=result_summary(result)))
         return text
-    outcome: ToolOutcome = await toolbox.call(call.name, call.arguments)
+    token = TOOL_CALL_ID.set(call.id)
+    try:
+        outcome: ToolOutcome = await toolbox.call(call.name, call.arguments)
+    finally:
+        TOOL_CALL_ID.reset(token)
     if call.name == "shell_exec" and outcome.arguments and outcome.result.get("ok") is not None:
         exit_code = outcome.result.get("exit_code")
         if outcome.result.get("error") != "USER_REJECTED":

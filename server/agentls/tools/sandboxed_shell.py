@@ -3,8 +3,9 @@
 ``ShellSandbox`` lives as long as a session: it knows the sandbox settings, whether a
 sandbox can run here, the session's scratch layer, and whether the person has been warned
 that commands run unsandboxed. Per command: rebuild the pending layer from the ChangeSet,
-run the command under bwrap (``agentls.tools.shell`` does the process handling), then fold
-its writes into the ChangeSet. The permission side (``shell_mode``) tells the policy whether
+run the command under bwrap (``agentls.tools.shell`` does the process handling, or the
+``runner`` a front-end gives: the editor's terminal runs the very same argv), then fold its
+writes into the ChangeSet. The permission side (``shell_mode``) tells the policy whether
 a command is sandboxed, so it can run without asking.
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import resource
 import secrets
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -56,6 +56,8 @@ class ShellSandbox:
         self._shadows: dict[tuple[Path, ...], ShadowWorkspace] = {}
         self._warned = False
         self._lock = asyncio.Lock()  # one overlay mount of the upper layer at a time
+        # Who runs a sandboxed command's argv (None: shell_exec itself); set per run.
+        self.runner: shell.CommandRunner | None = None
 
     @property
     def environ(self) -> Mapping[str, str]:
@@ -134,19 +136,18 @@ class ShellSandbox:
         env = sandbox_environment(settings, self.environ, SANDBOX_HOME, SANDBOX_TMP,
                                   api_key_env)
         homes = home_dirs(self.environ)
-        memory = settings.memory_mb * 1024 * 1024
-
-        def limit_memory() -> None:
-            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
         def launcher(argv: list[str], directory: Path) -> shell.Launch:
             full = bwrap_argv(status.bwrap or "bwrap", settings, shadow.layers, directory, env,
                               argv, hidden_homes=homes)
-            return shell.Launch(full, dict(env), ws.roots[0], limit_memory)
+            return shell.Launch(memory_limited(full, settings.memory_mb), dict(env),
+                                ws.roots[0])
 
         result = await shell.shell_exec(ws, command, cwd, timeout, api_key_env=api_key_env,
-                                        output_limit=output_limit, launcher=launcher)
-        stderr = str(result.get("stderr", ""))
+                                        output_limit=output_limit, launcher=launcher,
+                                        runner=self.runner)
+        # From the editor's terminal, stderr is in stdout.
+        stderr = str(result.get("stderr") or result.get("stdout") or "")
         if result.get("exit_code") == 1 and stderr.startswith("bwrap:"):
             return fail("SANDBOX_FAILED", f"The sandbox could not start the command "
                         f"({stderr.strip()}). Tell the person; running it again will not help.")
@@ -165,6 +166,13 @@ class ShellSandbox:
         if shadow is None or shadow.ws is not ws:
             shadow = self._shadows[ws.roots] = ShadowWorkspace(ws, self.session_key)
         return shadow
+
+
+def memory_limited(argv: list[str], memory_mb: int) -> list[str]:
+    """``argv`` under an address-space limit, as a command line anyone can start (the
+    editor's terminal too): sh sets the limit, then becomes bwrap."""
+    return ["/bin/sh", "-c", f'ulimit -v {memory_mb * 1024} && exec "$@"', "agentls-sandbox",
+            *argv]
 
 
 def _safe_key(key: str) -> str:

@@ -13,8 +13,8 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +49,24 @@ Launcher = Callable[[list[str], Path], Launch]
 """Turns the plain shell argv and working folder into a Launch."""
 
 
+@dataclass(frozen=True)
+class ExternalRun:
+    """What a command someone else ran (the editor's terminal, ACP) gave back: stdout and
+    stderr as one text, as a terminal shows them."""
+
+    exit_code: int | None
+    signal: str | None
+    output: str
+    timed_out: bool
+    notes: list[str] = field(default_factory=list)
+
+
+CommandRunner = Callable[[Launch, float, int], Awaitable[ExternalRun | None]]
+"""Runs a Launch elsewhere within the timeout (s), keeping about the output limit (chars);
+None: it could not, so shell_exec runs the command itself. The Launch must not need a
+``preexec`` hook (nobody else can run it)."""
+
+
 async def shell_exec(
     ws: Workspace,
     command: str,
@@ -58,13 +76,15 @@ async def shell_exec(
     api_key_env: str = "OPENAI_API_KEY",
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
     launcher: Launcher | None = None,
+    runner: CommandRunner | None = None,
 ) -> dict[str, Any]:
     """Run ``command`` with ``cwd`` inside the workspace (default: the first root).
 
     ``timeout`` is clamped to 1..600 seconds; a clamped value is reported in ``notes``.
     stdout and stderr each keep their first and last ``output_limit`` characters.
     A timeout is a failed result (`TIMEOUT`) that still carries the output so far.
-    ``launcher`` starts the command another way (``agentls.tools.sandboxed_shell``).
+    ``launcher`` starts the command another way (``agentls.tools.sandboxed_shell``);
+    ``runner`` has someone else run that launch (the editor's terminal), the same argv.
     """
     if not command.strip():
         return fail("EMPTY_COMMAND", "The command is empty. Pass the shell command to run.")
@@ -83,6 +103,16 @@ async def shell_exec(
     launch = (launcher(argv, directory) if launcher is not None else
               Launch(argv, scrubbed_environment(os.environ, api_key_env), directory))
     started = time.monotonic()
+    if runner is not None and launch.preexec is None:
+        ran = await runner(launch, limit, output_limit)
+        if ran is not None:
+            notes += ["stdout and stderr are one text here (run in the editor's terminal)",
+                      *ran.notes]
+            result = _result(command, shown_cwd, ran.exit_code, ran.timed_out, started, limit,
+                             truncate_middle(ran.output, 2 * output_limit), "", notes)
+            if ran.signal:
+                result["signal"] = ran.signal
+            return result
     spawned = await _spawn(launch, output_limit)
     if isinstance(spawned, str):
         return fail("SPAWN_FAILED", f"The shell could not be started: {spawned}.")
