@@ -40,8 +40,8 @@ from agentls.engine.events import (
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
+    from agentls.engine.command_runner import CommandRunner
     from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
-    from agentls.tools.shell import CommandRunner
     from agentls.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)

@@ -16,13 +16,13 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from agentls.engine.command_runner import ExternalRun
 from agentls.engine.events import TOOL_CALL_ID
-from agentls.tools.shell import ExternalRun
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
-    from agentls.tools.shell import Launch
+    from agentls.engine.command_runner import Launch
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ BYTES_PER_CHAR = 4  # UTF-8's worst case: the client's byte limit keeps as many 
 
 
 class ClientTerminal:
-    """A ``tools.shell.CommandRunner`` over the ACP client's terminal methods.
+    """An ``engine.command_runner.CommandRunner`` over the ACP client's terminal methods.
     ``shown(call_id, terminal_id)`` puts the terminal into that tool call's content."""
 
     def __init__(self, conn: Client, session_id: str,
