@@ -359,3 +359,24 @@ async def test_model_reasoning_is_streamed_as_thought_chunks(server: ReplayServe
     order = [u.session_update for u in (n.update for n in client.updates)
              if u.session_update in ("agent_thought_chunk", "agent_message_chunk")]
     assert order.index("agent_message_chunk") > order.index("agent_thought_chunk")
+
+
+@pytest.mark.parametrize(("reply", "stop"), [
+    ({"refusal": "I can't help with that."}, "refusal"),
+    ({"text": "cut", "finish_reason": "content_filter"}, "refusal"),
+    ({"times": "*", "text": "and more ", "finish_reason": "length"}, "max_tokens"),
+])
+async def test_refusal_and_max_tokens_are_the_stop_reason(
+        server: ReplayServer, project: Path, reply: dict[str, object], stop: str) -> None:
+    times = reply.pop("times", 1)
+    server.load({"steps": [{"times": times, "reply": reply}]})
+    client = RecordingClient()
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        await initialized(conn, client)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        answer = await conn.prompt(session_id=session.session_id,
+                                   prompt=[acp.text_block("go")])
+    assert answer.stop_reason == stop
+    _validated(client)
+    if "refusal" in reply:
+        assert client.text() == reply["refusal"]

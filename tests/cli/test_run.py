@@ -204,6 +204,23 @@ def test_max_iterations_exit_4(server: ReplayServer, env: dict[str, str], projec
     assert result["stopReason"] == "max-iterations" and result["status"] == "incomplete"
 
 
+def test_a_refusal_and_a_cut_answer_are_not_done(
+        server: ReplayServer, env: dict[str, str], project: Path, prompt: Path) -> None:
+    server.load({"steps": [{"reply": {"refusal": "I won't."}}]})
+    done = run(prompt, project, env, "--json")
+    assert done.returncode == 1, done.stderr
+    result = last_json(done.stdout)
+    assert result["stopReason"] == "refusal" and result["status"] == "failed"
+    assert result["text"] == "I won't." and result["error"]["kind"] == "refusal"
+    server.load({"steps": [{"times": "*", "reply": {"text": "and ",
+                                                    "finish_reason": "length"}}]})
+    done = run(prompt, project, env, "--json")
+    assert done.returncode == 1, done.stderr
+    result = last_json(done.stdout)
+    assert result["stopReason"] == "max-tokens" and result["status"] == "incomplete"
+    assert "output limit" in result["error"]["message"]
+
+
 def test_timeout_exit_75(server: ReplayServer, env: dict[str, str], project: Path,
                          prompt: Path) -> None:
     server.load({"steps": [{"reply": {"text": "too late", "first_delay_s": 30}}]})

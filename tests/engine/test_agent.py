@@ -112,6 +112,34 @@ async def test_length_continuation_keeps_partial_text(harness: Harness) -> None:
     assert result.iterations == 2
 
 
+async def test_still_cut_after_the_continuations_stops_with_max_tokens(
+        harness: Harness) -> None:
+    harness.server.load({"steps": [{"times": "*", "reply": {"text": "more, ",
+                                                            "finish_reason": "length"}}]})
+    result, front = await harness.run("write an essay")
+    assert result.stop_reason == "max_tokens" and result.iterations == 3
+    assert result.text == "more, more, more, "  # what came is kept and shown
+    assert any(e.kind == "status" and e.warning and "output limit" in e.message
+               for e in front.events)
+
+
+async def test_a_refusal_is_the_answer_and_the_stop_reason(harness: Harness) -> None:
+    harness.server.load({"steps": [{"reply": {"refusal": "I can't help with that."}}]})
+    result, front = await harness.run("do something bad")
+    assert result.stop_reason == "refusal"
+    assert result.text == front.text() == "I can't help with that."
+    assert any(e.kind == "status" and e.warning and "refused" in e.message
+               for e in front.events)
+
+
+async def test_a_content_filter_stop_is_a_refusal(harness: Harness) -> None:
+    harness.server.load({"steps": [{"reply": {"text": "Well", "finish_reason":
+                                              "content_filter"}}]})
+    result, front = await harness.run("go")
+    assert result.stop_reason == "refusal" and result.text == "Well"
+    assert any(e.kind == "status" and "content filter" in e.message for e in front.events)
+
+
 async def test_truncated_tool_call_is_reported_as_cut_off(harness: Harness) -> None:
     harness.server.load({"steps": [
         {"match": {"tool_results": False}, "reply": {"finish_reason": "length", "tool_calls": [

@@ -137,6 +137,18 @@ async def test_non_streaming_completion(server: ReplayServer, make_backend: Any)
     assert server.requests[0].body.get("stream") in (None, False)
 
 
+async def test_a_refusal_streamed_or_whole_is_the_text_with_finish_reason_refusal(
+        server: ReplayServer, make_backend: Any) -> None:
+    server.load({"steps": [{"times": 2, "reply": {"refusal": "I can't help with that.",
+                                                  "chunk_size": 5}}]})
+    chunks = await collect(make_backend().stream(hello()))
+    assert "".join(c.text for c in chunks if c.kind == "text") == "I can't help with that."
+    streamed = chunks[-1].response
+    assert streamed is not None and streamed.finish_reason == "refusal"
+    whole = await make_backend().complete(hello())
+    assert whole.text == "I can't help with that." and whole.finish_reason == "refusal"
+
+
 async def test_429_with_retry_after_then_success(
     server: ReplayServer, make_backend: Any, clock: Clock
 ) -> None:

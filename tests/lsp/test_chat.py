@@ -392,3 +392,13 @@ async def test_a_skipped_edit_can_be_retried_on_the_current_text(
         lambda e: e["kind"] == "done" and e["runId"] != first["runId"])
     assert done["applied"] is True
     assert "a + b" in client.open_texts[uri][1]
+
+
+async def test_a_refusal_is_said_and_is_the_stop_reason(client: AgentClient,
+                                                         model: ReplayServer) -> None:
+    model.load({"steps": [{"reply": {"refusal": "I can't help with that."}}]})
+    result = await client.chat("something bad")
+    assert result["stopReason"] == "refusal" and result["text"] == "I can't help with that."
+    [done] = client.events(result["runId"], "done")
+    assert done["stopReason"] == "refusal"
+    assert any("refused" in e["message"] for e in client.events(result["runId"], "status"))

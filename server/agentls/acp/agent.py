@@ -63,7 +63,7 @@ SESSION_BUSY = -32002
 SHUTDOWN_GRACE_S = 3.0  # how long a closing connection waits for cancelled turns to settle
 STOP_REASONS = {"done": "end_turn", "max_iterations": "max_turn_requests",
                 "cancelled": "cancelled", "no_progress": "end_turn", "timeout": "end_turn",
-                "error": "end_turn"}
+                "error": "end_turn", "max_tokens": "max_tokens", "refusal": "refusal"}
 
 
 @dataclass

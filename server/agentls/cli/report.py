@@ -24,6 +24,8 @@ StopReason = Literal[
     # written, and the failures before any model call.
     "agent-error", "conflict", "write-failed", "artifacts-error", "prompt-not-found",
     "config-error", "usage", "session-busy",
+    # The model's answer was cut at its output limit (after the continuations), or refused.
+    "max-tokens", "refusal",
 ]
 Status = Literal["done", "incomplete", "failed", "interrupted"]
 
@@ -31,6 +33,8 @@ EXIT_CODES: dict[str, int] = {
     "done": exitcodes.OK,
     "backend-error": exitcodes.BACKEND_ERROR,
     "agent-error": exitcodes.BACKEND_ERROR,
+    "max-tokens": exitcodes.BACKEND_ERROR,
+    "refusal": exitcodes.BACKEND_ERROR,
     "conflict": exitcodes.CHANGES_NOT_WRITTEN,
     "write-failed": exitcodes.CHANGES_NOT_WRITTEN,
     "backend-missing": exitcodes.NO_BACKEND,
@@ -53,6 +57,8 @@ ENGINE_STOPS: dict[str, StopReason] = {
     "timeout": "timeout",
     "cancelled": "interrupted",
     "no_progress": "no-progress",
+    "max_tokens": "max-tokens",
+    "refusal": "refusal",
 }
 
 # Errors that mean the backend cannot be used at all, rather than that one request failed.
@@ -67,7 +73,7 @@ def status_of(reason: StopReason) -> Status:
         return "done"
     if reason == "interrupted":
         return "interrupted"
-    if reason in ("timeout", "max-iterations", "no-progress"):
+    if reason in ("timeout", "max-iterations", "no-progress", "max-tokens"):
         return "incomplete"
     return "failed"
 

@@ -228,6 +228,14 @@ def _engine_stop(result: RunResult) -> tuple[StopReason, ErrorInfo | None]:
                                  f"{result.iterations} model turns",
                                  "raise max_iterations (--max-iterations on run), or split "
                                  "the task")
+    if reason == "max-tokens":
+        return reason, ErrorInfo("max-tokens", "the model's answer was cut at its output "
+                                 "limit, even after being asked to continue",
+                                 "ask for less at a time, or use a model with a larger output "
+                                 "limit")
+    if reason == "refusal":
+        return reason, ErrorInfo("refusal", "the model refused the request, or its server's "
+                                 "content filter stopped the answer", "rephrase the request")
     if reason == "no-progress":
         return reason, ErrorInfo("no-progress", "the agent repeated the same step three "
                                  "times in a row", "rephrase the prompt or split the task")

@@ -86,6 +86,7 @@ Script schema (YAML or JSON file, or a dict)
         reply:
           text: "Hello"
           reasoning: "..."     # optional: streamed before the text as delta.reasoning_content
+          refusal: "I can't"   # optional: OpenAI's refusal field instead of content and calls
           tool_calls:          # parallel calls; index = position in this list
             - {id: call_1, name: read_file, arguments: {path: a.py}}  # id optional
             - {name: grep, arguments: '{"pattern": '}   # a string is sent verbatim

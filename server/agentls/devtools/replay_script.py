@@ -70,6 +70,7 @@ class ScriptedToolCall:
 class Reply:
     text: str = ""
     reasoning: str = ""  # streamed first as ``reasoning_content`` deltas (DeepSeek, vLLM style)
+    refusal: str = ""  # OpenAI's ``refusal`` field (streamed as ``refusal`` deltas), no content
     tool_calls: tuple[ScriptedToolCall, ...] = ()
     finish_reason: str | None = None
     usage: Mapping[str, Any] | None = None
@@ -170,7 +171,7 @@ _MATCH_KEYS = frozenset({"user", "system", "tool_results", "tool", "model", "str
                          "suffix"})
 _REPLY_KEYS = frozenset(
     {"text", "tool_calls", "finish_reason", "usage", "chunk_size", "delay_s", "first_delay_s",
-     "interleave_tool_calls", "reasoning"}
+     "interleave_tool_calls", "reasoning", "refusal"}
 )
 _DEFAULT_KEYS = frozenset({"chunk_size", "delay_s", "first_delay_s"})
 _USAGE_KEYS = frozenset(
@@ -236,6 +237,7 @@ def _parse_reply(value: Any, where: str, defaults: Mapping[str, Any]) -> Reply:
     return Reply(
         text=_str(raw.get("text", ""), f"{where}.text"),
         reasoning=_str(raw.get("reasoning", ""), f"{where}.reasoning"),
+        refusal=_str(raw.get("refusal", ""), f"{where}.refusal"),
         tool_calls=tuple(
             _parse_tool_call(call, f"{where}.tool_calls[{i}]") for i, call in enumerate(calls)
         ),

@@ -345,8 +345,9 @@ class ReplayServer:
         if not view.stream:
             message: dict[str, Any] = {
                 "role": "assistant",
-                "content": reply.text if reply.text or not reply.tool_calls else None,
-                "refusal": None,
+                "content": (reply.text if (reply.text or not reply.tool_calls)
+                            and not reply.refusal else None),
+                "refusal": reply.refusal or None,
             }
             if reply.tool_calls:
                 message["tool_calls"] = [

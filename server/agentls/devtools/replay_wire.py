@@ -88,6 +88,10 @@ def _pieces(text: str, size: int) -> list[str]:
 def stream_deltas(reply: Reply, call_ids: Sequence[str]) -> list[dict[str, Any]]:
     """The ``delta`` objects of a streamed reply, in order, before the finishing delta."""
     deltas: list[dict[str, Any]] = []
+    if reply.refusal:  # a refused request: the refusal text, no content, no calls
+        deltas.append({"role": "assistant", "content": None, "refusal": ""})
+        deltas.extend({"refusal": piece} for piece in _pieces(reply.refusal, reply.chunk_size))
+        return deltas
     if reply.text or reply.reasoning or not reply.tool_calls:
         deltas.append({"role": "assistant", "content": "", "refusal": None})
         deltas.extend({"reasoning_content": piece}

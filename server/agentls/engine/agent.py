@@ -397,11 +397,21 @@ class Agent:
             run.text_parts.append(response.text)
 
             if not response.tool_calls:
-                if response.finish_reason == "length" and continuations < MAX_LENGTH_CONTINUATIONS:
-                    continuations += 1
-                    append_message(self.store, run, Message.user(CONTINUE_PROMPT),
-                                   {"internal": "continue"})
-                    continue
+                if response.finish_reason == "length":
+                    if continuations < MAX_LENGTH_CONTINUATIONS:
+                        continuations += 1
+                        append_message(self.store, run, Message.user(CONTINUE_PROMPT),
+                                       {"internal": "continue"})
+                        continue
+                    frontend.on_event(StatusEvent(warning=True, message=(
+                        f"the answer was cut at the model's output limit, {continuations + 1} "
+                        "times in a row: it is incomplete. Ask for less at a time")))
+                    return "max_tokens"
+                if response.finish_reason in ("refusal", "content_filter"):
+                    frontend.on_event(StatusEvent(warning=True, message=(
+                        "the model refused to answer" if response.finish_reason == "refusal"
+                        else "the model's server stopped the answer (its content filter)")))
+                    return "refusal"
                 if repeated_answer(run, response.text, ()):
                     return "no_progress"
                 return "done"

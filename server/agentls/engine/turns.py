@@ -21,7 +21,10 @@ from agentls.tools.permissions import SessionGrants
 from agentls.tools.sandboxed_shell import ShellSandbox
 from agentls.tools.workspace import Workspace
 
-StopReason = Literal["done", "max_iterations", "timeout", "cancelled", "no_progress", "error"]
+# max_tokens: the answer was still cut at the model's output limit after the continuations;
+# refusal: the model refused (OpenAI's refusal field) or its server filtered the answer.
+StopReason = Literal["done", "max_iterations", "timeout", "cancelled", "no_progress", "error",
+                     "max_tokens", "refusal"]
 
 NO_PROGRESS_REPEATS = 3
 

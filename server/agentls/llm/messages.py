@@ -15,7 +15,8 @@ from typing import Any, Literal
 from agentls.redaction import redact
 
 Role = Literal["system", "user", "assistant", "tool"]
-FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"]
+# "refusal": the model answered with OpenAI's ``refusal`` field (its text is the answer).
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "refusal", "error"]
 
 
 def canonical_json(value: Any) -> str:

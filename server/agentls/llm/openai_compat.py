@@ -73,6 +73,7 @@ class StreamAssembler:
         self.usage = Usage()
         self.model = ""
         self.reasoning = ""  # the last chunk's reasoning delta (shown, never sent back)
+        self.refused = False  # the model said why it will not answer (``delta.refusal``)
 
     def feed(self, chunk: Any) -> str:
         """Take one ``ChatCompletionChunk``; return its text delta (may be empty)."""
@@ -90,6 +91,10 @@ class StreamAssembler:
                     self.reasoning += thought
                 if delta.content:
                     delta_text += delta.content
+                refusal = getattr(delta, "refusal", None)
+                if isinstance(refusal, str) and refusal:  # shown and kept as the answer
+                    self.refused = True
+                    delta_text += refusal
                 for part in delta.tool_calls or ():
                     slot = self.calls.setdefault(part.index, _ToolCallParts())
                     if part.id:
@@ -115,7 +120,8 @@ class StreamAssembler:
         return ChatResponse(
             text="".join(self.text),
             tool_calls=self.tool_calls(),
-            finish_reason=_FINISH_REASONS.get(self.finish_reason or "stop", "stop"),
+            finish_reason="refusal" if self.refused else _FINISH_REASONS.get(
+                self.finish_reason or "stop", "stop"),
             usage=self.usage,
             model=self.model,
         )
@@ -311,10 +317,13 @@ class OpenAICompatBackend:
             for i, c in enumerate(choice.message.tool_calls or ())
             if getattr(c, "function", None) is not None
         ]
+        refusal = getattr(choice.message, "refusal", None)
+        refused = isinstance(refusal, str) and bool(refusal)
         return ChatResponse(
-            text=choice.message.content or "",
+            text=choice.message.content or (refusal if refused else "") or "",
             tool_calls=calls,
-            finish_reason=_FINISH_REASONS.get(choice.finish_reason or "stop", "stop"),
+            finish_reason="refusal" if refused else _FINISH_REASONS.get(
+                choice.finish_reason or "stop", "stop"),
             usage=_usage(raw.usage) if raw.usage else Usage(),
             model=raw.model or params["model"],
         ).redacted()

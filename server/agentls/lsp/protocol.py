@@ -73,7 +73,8 @@ class ChatResult(TypedDict, total=False):
     sessionId: str
     runId: str
     text: str
-    stopReason: str  # done | max_iterations | timeout | cancelled | no_progress | error
+    stopReason: str  # done | max_iterations | timeout | cancelled | no_progress | error |
+    # max_tokens | refusal
     changes: list[FileChangePayload]
     applied: bool | None  # None: nothing was sent to the editor
     failureReason: str
