@@ -10,6 +10,7 @@ STAMP  := $(VENV)/.installed
 BYTECODE = $(PY) -m compileall -q server/agentls
 
 .PHONY: test demo bench lint install clean vscode-test e2e-vscode acp-node demo-acp agent-clis
+.PHONY: emacs-eglot
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,9 +45,20 @@ lint: $(STAMP) $(STYLUA)
 # see the issue 13 note), alone it passes; either way it runs on every `make test`.
 FUZZ := tests/lsp/test_wire_fuzz.py
 
-test: lint vscode-test acp-node agent-clis $(STATIC_MODEL)
+test: lint vscode-test acp-node agent-clis emacs-eglot $(STATIC_MODEL)
 	$(VENV)/bin/pytest --deselect $(FUZZ)::test_fuzzed_messages_never_stop_the_server
 	$(VENV)/bin/pytest $(FUZZ)
+
+# Emacs 28 + eglot 1.9 (Debian bookworm's emacs-nox and elpa-eglot), the plugin-less LSP
+# editor tests/emacs drives; installed with apt (as root, or through sudo) when missing.
+EMACS_PACKAGES := emacs-nox elpa-eglot
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+emacs-eglot:
+	@dpkg -s $(EMACS_PACKAGES) >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 \
+	    $(EMACS_PACKAGES) >/dev/null; }
 
 # The VS Code extension (clients/vscode): node_modules from the lockfile, then tsc, eslint and
 # the unit tests (npm test).

@@ -1,0 +1,117 @@
+"""A real plugin-less LSP editor: Emacs 28 + eglot 1.9 (Debian's emacs-nox and elpa-eglot,
+installed by ``make emacs-eglot``) in batch mode, set up as the README says, against the real
+``agentls serve`` over stdio and the scripted model (agentls.devtools.replay, not a real
+model). eglot_session.el is what the person does; this test judges its report, the file on
+disk and the server's log.
+
+eglot's request timeout (jsonrpc's, 10 s) is shortened to 3 s here and the scripted chat
+takes 4 s before its first token, so "a run longer than the client's timeout" costs seconds
+of CI, not tens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentls.devtools.replay import ReplayServer
+
+SESSION = Path(__file__).with_name("eglot_session.el")
+REQUEST_TIMEOUT_S = 3
+CHAT_FIRST_TOKEN_S = 4.0  # longer than the request timeout
+CALC = "def add(a, b):\n    return a - b\n"
+FIXED = "def add(a, b):\n    return a + b\n"
+DOCUMENTED = 'def add(a, b):\n    """Return the sum of a and b."""\n    return a + b\n'
+
+
+def edit(call_id: str, search: str, replace: str) -> dict[str, Any]:
+    return {"id": call_id, "name": "edit_file",
+            "arguments": {"path": "calc.py", "edits": [{"search": search, "replace": replace}]}}
+
+
+SCRIPT = {"steps": [
+    # The Fix code action (its prompt names the diagnostic).
+    {"match": {"user": "add() subtracts", "tool_results": False},
+     "reply": {"tool_calls": [edit("fix", "    return a - b", "    return a + b")]}},
+    {"match": {"user": "add() subtracts", "tool_results": True},
+     "reply": {"text": "add() now adds."}},
+    # The chat, slower than the client's request timeout.
+    {"match": {"user": "docstring", "tool_results": False},
+     "reply": {"first_delay_s": CHAT_FIRST_TOKEN_S, "tool_calls": [edit(
+         "doc", "def add(a, b):\n", 'def add(a, b):\n    """Return the sum of a and b."""\n')]}},
+    {"match": {"user": "docstring", "tool_results": True},
+     "reply": {"text": "Added a docstring to add()."}},
+]}
+
+
+def emacs_with_eglot() -> str:
+    emacs = shutil.which("emacs")
+    if emacs is None or subprocess.run(
+            [emacs, "--batch", "--eval", "(progn (package-initialize) (require 'eglot))"],
+            capture_output=True, timeout=60).returncode != 0:
+        pytest.skip("Emacs with eglot is not installed: `make emacs-eglot` installs it")
+    return emacs
+
+
+def test_eglot_fixes_and_chats_without_a_plugin(tmp_path: Path) -> None:
+    emacs = emacs_with_eglot()
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "calc.py").write_text(CALC)
+    home = tmp_path / "home"  # no user config of the person running the tests
+    home.mkdir()
+    log = tmp_path / "server.log"
+    report = tmp_path / "report.json"
+    with ReplayServer(SCRIPT) as model:
+        options = {
+            "backend": "scripted",
+            "backends": {"scripted": {"base_url": model.base_url, "model": "scripted-model",
+                                      "api_key_env": None, "context_max_tokens": 32000}},
+            "cache": {"enabled": False}, "retry": {"max_retries": 0},
+        }
+        env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+               "XDG_CACHE_HOME": str(home / ".cache"),
+               "AGENTLS_EGLOT_SERVER": json.dumps(
+                   [sys.executable, "-m", "agentls", "serve", "--log-file", str(log)]),
+               "AGENTLS_EGLOT_OPTIONS": json.dumps(options),
+               "AGENTLS_EGLOT_FILE": str(project / "calc.py"),
+               "AGENTLS_EGLOT_OUT": str(report),
+               "AGENTLS_EGLOT_TIMEOUT": str(REQUEST_TIMEOUT_S)}
+        started = time.monotonic()
+        done = subprocess.run([emacs, "--batch", "-l", str(SESSION)], env=env, cwd=project,
+                              capture_output=True, text=True, timeout=180)
+        took = time.monotonic() - started
+        remaining = model.remaining_steps()
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    result = json.loads(report.read_text())
+    print(f"Emacs {result.get('emacs')}, eglot {result.get('eglot')}: {took:.1f} s")
+    print("\n".join(result["steps"]))
+
+    assert result["errors"] == [], (result, output)
+    assert "Timed out" not in output and "timed out" not in output, output
+    assert any(t.startswith("AgentLS: Fix 'add() subtracts'") for t in result["menu"])
+    returned = [s for s in result["steps"] if "returned after" in s]
+    assert len(returned) == 2 and all(float(s.split("after ")[1].split(" s")[0]) < 1.0
+                                      for s in returned), returned
+    # The buffer eglot edited, and the file the person saved, hold both changes.
+    assert result["buffer"] == DOCUMENTED
+    assert (project / "calc.py").read_text() == DOCUMENTED
+    # The server recorded both edits applied: never "not applied" for what landed.
+    records = {r["title"]: r["applied"] for r in result["records"]}
+    assert sorted(records.values()) == [["applied"], ["applied"]], records
+    assert result["prompts"] == [], result["prompts"]
+    assert not [m for m in result["messages"] if "not applied" in m or "does not hold" in m]
+    assert any("Added a docstring to add()." in m and "Edit applied: calc.py." in m
+               for m in result["messages"]), result["messages"]
+    assert remaining == [], remaining
+    server_log = log.read_text()
+    assert " ERROR " not in server_log and "Traceback" not in server_log, server_log
