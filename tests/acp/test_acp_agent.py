@@ -164,7 +164,20 @@ async def test_cancel_mid_stream(server: ReplayServer, project: Path) -> None:
         await conn.cancel(session_id=session.session_id)
         answer = await asyncio.wait_for(turn, 10)
     assert answer.stop_reason == "cancelled"
-    assert len(client.text()) < len("word " * 400)
+    live = client.text()
+    assert 0 < len(live) < len("word " * 400)
+    # session/load shows the cut answer again, then AgentLS's note that it was cancelled.
+    again = RecordingClient()
+    async with spawned(again, scripted_env(server), project) as (conn, _):
+        await initialized(conn, again)
+        await conn.load_session(cwd=str(project), session_id=session.session_id,
+                                mcp_servers=[])
+    assert again.text() == live
+    thoughts = [u.content.text for u in again.of("agent_thought_chunk")]
+    assert thoughts == ["AgentLS: cancelled here\n"]
+    kinds = [n.update.session_update for n in again.updates]
+    assert kinds.index("user_message_chunk") < kinds.index("agent_message_chunk") < \
+        kinds.index("agent_thought_chunk")
 
 
 async def test_cancel_while_the_permission_is_never_answered(

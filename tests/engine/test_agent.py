@@ -186,8 +186,15 @@ async def test_cancel_mid_stream_stops_fast_and_keeps_the_session_valid(
     # Stopped mid-stream (the whole reply takes 10 s); how fast is measured by `make bench`.
     assert 0 < len(front.text()) < 200
     assert result.stop_reason == "cancelled" and not result.send_changes
+    # What was streamed is kept, marked as cut by the cancel (the calls never came).
+    assert result.text == front.text()
+    kept = harness.store.history(sid)[-1]
+    assert kept.message.role == "assistant" and kept.message.content == front.text()
+    assert kept.metadata["stopped"] == "cancelled" and not kept.message.tool_calls
     follow, _ = await harness.run("next", session_id=sid)
     assert follow.stop_reason == "done"
+    sent = harness.server.requests[-1].body["messages"]
+    assert sent[-2] == {"role": "assistant", "content": front.text()}
 
 
 def ask_for_commands(harness: Harness) -> None:

@@ -1,5 +1,6 @@
 """session/load: the stored conversation replayed as the client would have seen it: the
-person's messages, the agent's text, its tool calls with their results."""
+person's messages, the agent's text (an answer cut by a cancel or a timeout, then a note that
+it stopped there), its tool calls with their results."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from acp.schema import ToolCallProgress, ToolCallStart
 
-from acp import update_agent_message_text, update_user_message_text
+from acp import update_agent_message_text, update_agent_thought_text, update_user_message_text
 from agentls.acp import tool_calls
 
 if TYPE_CHECKING:
@@ -24,17 +25,22 @@ async def replay(conn: Client, store: SessionStore, session_id: str,
     for stored in history:
         if stored.kind != "message":
             continue
-        for update in _updates(stored.message, workspace):
+        for update in _updates(stored.message, workspace, stored.metadata.get("stopped")):
             await conn.session_update(session_id=session_id, update=update)
 
 
-def _updates(message: Any, workspace: Workspace) -> list[Any]:
+STOPPED = {"cancelled": "cancelled here", "timeout": "the run timed out here"}
+
+
+def _updates(message: Any, workspace: Workspace, stopped: Any = None) -> list[Any]:
     if message.role == "user" and message.content:
         return [update_user_message_text(message.content)]
     if message.role == "assistant":
         out: list[Any] = []
         if message.content:
             out.append(update_agent_message_text(message.content))
+        if stopped in STOPPED:  # said as AgentLS's note (a thought), never as the answer
+            out.append(update_agent_thought_text(f"AgentLS: {STOPPED[stopped]}\n"))
         for call in message.tool_calls:
             args = tool_calls.parse_arguments(call.arguments)
             out.append(ToolCallStart(

@@ -58,6 +58,7 @@ from agentls.engine.turns import (
     append_message,
     close_open_calls,
     edit_event,
+    keep_streamed,
     record_actions,
     repeated_answer,
     repeated_calls,
@@ -295,8 +296,10 @@ class Agent:
             stop = "timeout"
             error_message = f"the run took longer than {timeout:g} s"
             hint = "raise timeout_ms or split the task"
+            keep_streamed(self.store, run, stop)
         except asyncio.CancelledError:
             stop = "cancelled"
+            keep_streamed(self.store, run, stop)
         except BackendError as exc:
             stop, error, error_message = "error", exc, str(exc)
             if exc.partial is not None and exc.partial.text:
@@ -394,6 +397,7 @@ class Agent:
             trimmed = sent
             append_message(self.store, run,
                            Message.assistant(response.text or None, response.tool_calls))
+            run.streaming.clear()
             run.text_parts.append(response.text)
 
             if not response.tool_calls:
@@ -447,6 +451,7 @@ class Agent:
         # Agent turns (tools offered) are not replayed from the cache unless configured.
         use_cache = request.use_cache and (not specs or self.settings.cache.agent_runs)
         while True:
+            run.streaming.clear()
             chat = ChatRequest(trimmed.messages, tools=specs, model=run.model or None)
             try:
                 response: ChatResponse | None = None
@@ -457,6 +462,7 @@ class Agent:
                             run.text_parts.append("\n\n")
                             frontend.on_event(TextDelta(text="\n\n"))
                         run.break_before_text = False
+                        run.streaming.append(chunk.text)
                         frontend.on_event(TextDelta(text=chunk.text, cached=chunk.cached))
                     elif chunk.kind == "reasoning" and chunk.text:
                         frontend.on_event(ReasoningDelta(text=chunk.text))

@@ -48,6 +48,7 @@ class RunState:
         self.session = session
         self.history = history
         self.text_parts: list[str] = []
+        self.streaming: list[str] = []  # the answer being streamed, until it is stored whole
         self.break_before_text = False  # a new step's text starts a new paragraph
         self.usage = Usage()
         self.iterations = 0
@@ -75,6 +76,17 @@ def append_message(store: SessionStore, run: RunState, message: Message,
     elif message.role == "tool":
         run.open_calls = [c for c in run.open_calls if c.id != message.tool_call_id]
     return message_id
+
+
+def keep_streamed(store: SessionStore, run: RunState, stop: StopReason) -> None:
+    """A run stopped mid-answer (cancelled, timed out): the text the person already saw is
+    stored, marked with why it stops there, so the session shows it again (and the model
+    knows what it had said)."""
+    text = "".join(run.streaming)
+    run.streaming.clear()
+    if text:
+        run.text_parts.append(text)
+        append_message(store, run, Message.assistant(text), {"model": run.model, "stopped": stop})
 
 
 def close_open_calls(store: SessionStore, run: RunState, stop: StopReason) -> None:
