@@ -19,7 +19,7 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,7 @@ from agentls.engine.history import (
 from agentls.engine.mcp_tools import mcp_tools_for_run, secret_env, wanted
 from agentls.engine.queue import SessionQueue
 from agentls.engine.related_code import related_section
+from agentls.engine.run_request import RunRequest as RunRequest  # where front doors found it
 from agentls.engine.search_index import IndexHub
 from agentls.engine.sessions import SessionStore
 from agentls.engine.tokens import TokenEstimator
@@ -87,19 +88,6 @@ CONTINUE_PROMPT = (
     "Your previous answer was cut off at the output limit. Continue exactly where it stopped, "
     "more concisely; do not repeat what you already wrote."
 )
-
-
-@dataclass
-class RunRequest:
-    prompt: str
-    attachments: context.Attachments | None = None
-    max_iterations: int | None = None
-    timeout_s: float | None = None
-    tools: Iterable[str] | None = None  # restrict the toolbox (code actions)
-    use_cache: bool = True
-    # What engine/references.py resolved: the chips of the attachments, and what it refused.
-    chips: Sequence[Any] = ()  # references.Chip
-    refused: Sequence[Any] = ()  # references.Refusal
 
 
 @dataclass

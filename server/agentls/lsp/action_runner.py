@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 
+from agentls.engine.run_request import RunRequest
 from agentls.lsp import delivery, documents
 from agentls.lsp.action_catalog import (
     ActionSpec,
@@ -188,13 +189,14 @@ async def run_action(ls: ServerContext, data: ActionData,
     target = build_target(ls, data)
     if isinstance(target, str):
         return ActionOutcome(spec, message=target)
+    run = RunRequest(action_prompt(spec, target), attachments=action_attachments(target),
+                     tools=action_tools(spec), max_iterations=MAX_ITERATIONS)
     request = TurnRequest(
-        action_prompt(spec, target), mode="automation", title=f"{spec.title} ({target.display})",
-        attachments=action_attachments(target), tools=action_tools(spec),
-        max_iterations=MAX_ITERATIONS, progress_title=spec.title, rate_limited=False,
-        interactive=False, send_edit=False, run_id=run_id)
+        run, mode="automation", title=f"{spec.title} ({target.display})",
+        progress_title=spec.title, rate_limited=False, interactive=False, send_edit=False,
+        run_id=run_id)
     try:
-        turn = await ls.runs.run(request)
+        turn = await ls.runs.run(request, await ls.engine())
     except TurnRefused as exc:
         return ActionOutcome(spec, message=exc.message, message_type=lsp.MessageType.Error)
     outcome = ActionOutcome(spec, turn=turn, text=turn.text)

@@ -24,6 +24,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from agentls.engine.run_request import RunRequest
 from agentls.lsp import documents, protocol
 from agentls.lsp.commands import register_command
 from agentls.lsp.context import ServerContext
@@ -134,7 +135,8 @@ async def resolve_references(ls: ServerContext, host: EngineHost, base: Attachme
 async def run_chat(ls: ServerContext, params: ChatParams,
                    run_id: str | None = None) -> ChatResult:
     """One chat turn, for ``agentls/chat`` and the ``agentls.chat`` command (which names
-    the run, ``run_id``, before it starts)."""
+    the run, ``run_id``, before it starts): the prompt and its context become the engine's
+    ``RunRequest`` here, once."""
     host = await ls.engine()  # loads the engine (in a thread) before the context is built
     session_id = params.session_id
     if params.model is not None or params.mode is not None or params.backend is not None:
@@ -146,9 +148,9 @@ async def run_chat(ls: ServerContext, params: ChatParams,
         resolved = await resolve_references(ls, host, attachments, params.references)
         attachments = resolved.attachments or None
         chips, refused = resolved.chips, resolved.refused
-    request = TurnRequest(params.prompt, session_id=session_id,
-                          attachments=attachments, chips=chips, refused=refused,
-                          work_done_token=params.work_done_token, run_id=run_id)
+    run = RunRequest(params.prompt, attachments=attachments, chips=chips, refused=refused)
+    request = TurnRequest(run, session_id=session_id, work_done_token=params.work_done_token,
+                          run_id=run_id)
     turn = await ls.runs.run(request, host)  # the engine, awaited once above
     return turn.chat_result()
 

@@ -2,8 +2,10 @@
 
 Feature modules (chat, code_actions, git_commands ...) are leaves: they take a
 ``ServerContext`` (pygls's ``LanguageServer`` plus the AgentLS state below) and register their
-handlers with ``setup(server)``. ``server.py`` is the composition root: it implements this
-context (``AgentLanguageServer``) and calls each feature's ``setup``; no feature imports it.
+handlers with ``setup(server)``. Its parts are implemented one job per module: the workspace
+folders in ``workspace_roots.py``, the settings' life in ``settings_state.py``; ``server.py``
+is the composition root: it joins them (``AgentLanguageServer``, with the run manager and the
+engine loader) and calls each feature's ``setup``; no feature imports it.
 """
 
 from __future__ import annotations

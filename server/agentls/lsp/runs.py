@@ -1,6 +1,7 @@
 """Running the agent for the editor: one turn from request to delivered edit.
 
-Chat, commands and code actions all go through ``RunManager.run`` (``ls.runs.run``):
+Chat, commands and code actions all go through ``RunManager.run`` (``ls.runs.run``), with
+the engine host the caller awaited (once per request):
 
 1. the session (given, or a new one) and a run id; ``$/progress`` starts;
 2. the session's queue: one turn at a time per session, in arrival order, at most
@@ -17,6 +18,10 @@ reads the files as the person left them. A run is cancelled by ``cancel(run_id)`
 ``agentls/cancel`` or the progress token) or by cancelling the awaiting task
 (``$/cancelRequest``); either way no edit is sent, unless it was already out, and the model
 is told on the next turn that its changes were dropped.
+
+The manager gets what it needs from a ``RunContext`` built by the composition root (a
+workspace factory, the first root for the cross-process lock, a task spawner, and the editor
+connection it hands to the frontend, progress and delivery); it calls nothing back up.
 """
 
 from __future__ import annotations
@@ -25,9 +30,10 @@ import asyncio
 import dataclasses
 import logging
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agentls.engine.queue import SessionBusy, SessionQueue
@@ -43,6 +49,7 @@ if TYPE_CHECKING:
     from agentls.lsp.context import ServerContext
     from agentls.lsp.frontend import LspFrontend
     from agentls.lsp.resolved_settings import LspSettings
+    from agentls.tools.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -53,16 +60,28 @@ RUN_IMPORTS = ("agentls.lsp.frontend", "agentls.lsp.progress", "agentls.lsp.deli
                "agentls.lsp.retry_offer", "agentls.engine.session_lock")
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """What a run needs from the server, given once (lsp/server.py builds it)."""
+
+    editor: ServerContext  # the connection: chat events, progress, workspace/applyEdit; only
+    # handed on to the frontend, progress and delivery, never called by the manager itself
+    new_workspace: Callable[[], Workspace]  # a run's fenced Workspace, fed the open buffers
+    root: Callable[[], Path | None]  # the first workspace folder (the session lock's home)
+    spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]  # a kept background task
+
+
 @dataclass
 class _Active:
     turn: Turn  # filled in as the run goes, so a cancelled one still says what it did
+    host: EngineHost  # the engine running it
     phase: Literal["waiting", "running", "delivering"] = "waiting"  # delivering: edit is out
     task: asyncio.Task[Turn] | None = field(default=None, repr=False)
 
 
 class RunManager:
-    def __init__(self, ls: ServerContext, settings: LspSettings) -> None:
-        self._ls = ls
+    def __init__(self, context: RunContext, settings: LspSettings) -> None:
+        self._context = context
         self.queue_limit = settings.chat_queue_limit  # on the engine's one queue per session
         self.rate = ChatRateLimiter(settings.chat_requests_per_minute,
                                     max_waiting=settings.chat_queue_limit)
@@ -96,8 +115,7 @@ class RunManager:
             return False
         if active.phase == "delivering":
             return False
-        host = self._ls.engine_if_built()
-        if active.phase == "running" and host is not None and host.agent.cancel(run_id):
+        if active.phase == "running" and active.host.agent.cancel(run_id):
             return True
         active.task.cancel()
         return True
@@ -105,26 +123,25 @@ class RunManager:
     def _cancel_quietly(self, run_id: str) -> None:
         self.cancel(run_id)
 
-    async def run(self, request: TurnRequest, host: EngineHost | None = None) -> Turn:
-        """Run one turn of the agent for the editor (``host``: the engine, when the caller
-        has it already). Raises ``TurnRefused`` when it cannot start; a cancelled caller
-        cancels the run."""
+    async def run(self, request: TurnRequest, host: EngineHost) -> Turn:
+        """Run one turn of the agent for the editor on ``host`` (the engine the caller
+        awaited). Raises ``TurnRefused`` when it cannot start; a cancelled caller cancels
+        the run."""
         from agentls.lsp.frontend import LspFrontend
         from agentls.lsp.progress import RunProgress
 
         self.requested += 1
-        if host is None:
-            host = await self._ls.engine()
+        editor = self._context.editor
         session_id = self._session(host, request)
         run_id = request.run_id or host.agent.new_run_id()
-        progress = RunProgress(self._ls, request.progress_title,
+        progress = RunProgress(editor, request.progress_title,
                                lambda: self._cancel_quietly(run_id), request.work_done_token)
-        frontend = LspFrontend(self._ls, session_id, run_id, progress=progress,
+        frontend = LspFrontend(editor, session_id, run_id, progress=progress,
                                interactive=request.interactive)
-        active = _Active(Turn(session_id, run_id))
+        active = _Active(Turn(session_id, run_id), host)
         self._active[run_id] = active
         try:
-            await progress.start(_excerpt(request.prompt))
+            await progress.start(_excerpt(request.run.prompt))
             active.task = asyncio.create_task(self._turn(host, request, frontend, active),
                                               name=f"agentls-turn-{run_id}")
             return await active.task
@@ -137,7 +154,7 @@ class RunManager:
             progress.end("stopped")
             del self._active[run_id]
             if not self._active:
-                self._ls.spawn(host.close_retired())
+                self._context.spawn(host.close_retired())
 
     def _session(self, host: EngineHost, request: TurnRequest) -> str:
         from agentls.engine.sessions import SessionNotFound, title_from
@@ -149,7 +166,7 @@ class RunManager:
         settings = host.agent.settings
         return host.store.create_session(
             backend=settings.backend, model=settings.active_backend.model, mode=request.mode,
-            title=request.title or title_from(request.prompt)).id
+            title=request.title or title_from(request.run.prompt)).id
 
     async def _turn(self, host: EngineHost, request: TurnRequest, frontend: LspFrontend,
                     active: _Active) -> Turn:
@@ -191,7 +208,6 @@ class RunManager:
                            frontend: LspFrontend, active: _Active) -> None:
         """Run the engine and deliver its edit, filling in ``active.turn`` as it goes."""
         from agentls.engine import review_notes as notes
-        from agentls.engine.agent import RunRequest
         from agentls.llm.backend import BackendError
         from agentls.lsp import delivery
         from agentls.lsp.retry_offer import offer_retry
@@ -203,14 +219,10 @@ class RunManager:
                 f"{self.rate.per_minute} chat requests per minute reached (setting "
                 f"agentls.lsp.chat_requests_per_minute); this one starts in "
                 f"{math.ceil(delay)} s", retryAfter=math.ceil(delay)))
-        workspace = self._ls.new_workspace()
-        run_request = RunRequest(request.prompt, attachments=request.attachments,
-                                 max_iterations=request.max_iterations,
-                                 timeout_s=request.timeout_s, tools=request.tools,
-                                 chips=request.chips, refused=request.refused)
+        workspace = self._context.new_workspace()
         active.phase = "running"
         try:
-            result = await host.agent.run(session_id, run_request, frontend, workspace,
+            result = await host.agent.run(session_id, request.run, frontend, workspace,
                                           run_id=run_id, session_held=True)
         except BackendError as exc:  # the session's backend could not even be set up
             error = _error_payload(host, session_id, str(exc), exc.kind, exc.hint)
@@ -236,7 +248,7 @@ class RunManager:
                                          workspace.display_path)
             try:
                 turn.delivery = await delivery.deliver(
-                    self._ls, host.store, outgoing, report=frontend,
+                    self._context.editor, host.store, outgoing, report=frontend,
                     on_send=lambda: setattr(active, "phase", "delivering"))
             except asyncio.CancelledError:
                 if active.phase != "delivering":  # stopped before the edit went out
@@ -246,7 +258,8 @@ class RunManager:
             if turn.delivery.retryable and turn.delivery.message:
                 again = dataclasses.replace(request, session_id=session_id,
                                             work_done_token=None)
-                offer_retry(self._ls, turn.delivery.message, lambda: self.run(again))
+                offer_retry(self._context.editor, turn.delivery.message,
+                            lambda: self.run(again, host))
 
     @asynccontextmanager
     async def _process_lock(self, session_id: str, frontend: LspFrontend) -> AsyncIterator[None]:
@@ -254,7 +267,7 @@ class RunManager:
         and the editor take turns (engine/session_lock.py); the editor's request waits."""
         from agentls.engine.session_lock import SessionLock
 
-        root = self._ls.root
+        root = self._context.root()
         if root is None:
             yield
             return

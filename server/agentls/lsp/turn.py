@@ -5,7 +5,6 @@ records, a leaf of the lsp package: ``runs.py`` fills them, ``delivery.py`` send
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -14,8 +13,8 @@ from agentls.lsp.protocol import REQUEST_FAILED, ChatResult, ErrorPayload, FileC
 
 if TYPE_CHECKING:
     from agentls.engine.agent import RunResult
-    from agentls.engine.context import Attachments
     from agentls.engine.host import EngineHost
+    from agentls.engine.run_request import RunRequest
     from agentls.tools.workspace import Workspace
 
 
@@ -25,7 +24,7 @@ class Runs(Protocol):
 
     requested: int
 
-    async def run(self, request: TurnRequest, host: EngineHost | None = None) -> Turn: ...
+    async def run(self, request: TurnRequest, host: EngineHost) -> Turn: ...
 
     def cancel(self, run_id: str) -> bool: ...
 
@@ -62,16 +61,13 @@ class Delivery:
 
 @dataclass
 class TurnRequest:
-    prompt: str
+    """What the editor asked: the engine's ``RunRequest`` (the prompt and what goes with it,
+    passed to ``Agent.run`` as it is) and how the editor wants it run."""
+
+    run: RunRequest
     session_id: str | None = None  # None: a new session
     mode: Literal["chat", "automation"] = "chat"
     title: str | None = None  # of a new session; default: from the prompt
-    attachments: Attachments | None = None
-    chips: Sequence[Any] = ()  # engine/references.py Chip, Refusal: what the turn shows
-    refused: Sequence[Any] = ()
-    tools: Sequence[str] | None = None  # restrict the toolbox
-    max_iterations: int | None = None
-    timeout_s: float | None = None
     work_done_token: str | int | None = None  # the client's, when it sent one
     progress_title: str = "AgentLS"
     rate_limited: bool = True  # counts against lsp.chat_requests_per_minute

@@ -19,8 +19,9 @@ from agentls.devtools.replay import ReplayServer
 from agentls.engine.host import EngineHost
 from agentls.engine.review_notes import CANCELLED_NOTE
 from agentls.engine.review_notes import pending as pending_notes
+from agentls.engine.run_request import RunRequest
 from agentls.lsp.resolved_settings import LspSettings
-from agentls.lsp.runs import RunManager
+from agentls.lsp.runs import RunContext, RunManager
 from agentls.lsp.turn import TurnRequest
 from agentls.tools.workspace import Workspace
 
@@ -33,7 +34,8 @@ EDIT_SCRIPT = {"steps": [
 
 
 class Editor:
-    """The parts of AgentLanguageServer a run uses, with an editor that records."""
+    """The editor connection a run hands to its frontend, progress and delivery (the parts
+    of AgentLanguageServer they use), with an editor that records."""
 
     def __init__(self, host: EngineHost, root: Path) -> None:
         self.host = host
@@ -53,12 +55,6 @@ class Editor:
         if self.on_capabilities is not None:
             self.on_capabilities()
         return self._capabilities
-
-    async def engine(self) -> EngineHost:
-        return self.host
-
-    def engine_if_built(self) -> EngineHost:
-        return self.host
 
     def new_workspace(self) -> Workspace:
         return Workspace(self.roots)
@@ -101,7 +97,10 @@ async def editor(server: ReplayServer, tmp_path: Path) -> AsyncIterator[Editor]:
 
 
 def manager(editor: Editor) -> RunManager:
-    return RunManager(editor, LspSettings())  # type: ignore[arg-type]
+    """A run manager given only what a RunContext holds: it calls nothing back up."""
+    context = RunContext(editor=editor, new_workspace=editor.new_workspace,  # type: ignore[arg-type]
+                         root=lambda: editor.root, spawn=editor.spawn)
+    return RunManager(context, LspSettings())
 
 
 async def test_a_cancel_after_the_run_but_before_the_edit_sends_nothing(
@@ -117,7 +116,7 @@ async def test_a_cancel_after_the_run_but_before_the_edit_sends_nothing(
             cancelled.append(runs.cancel(runs.running()[0]))
 
     editor.on_capabilities = cancel_once_the_run_is_over
-    turn = await runs.run(TurnRequest("create new.py"))
+    turn = await runs.run(TurnRequest(RunRequest("create new.py")), editor.host)
 
     assert cancelled == [True]
     assert editor.edits == []
@@ -137,7 +136,8 @@ async def test_once_the_edit_is_out_its_answer_is_recorded_even_if_the_request_g
     server.load(EDIT_SCRIPT)
     runs = manager(editor)
     editor.answer = asyncio.get_running_loop().create_future()
-    request = asyncio.create_task(runs.run(TurnRequest("create new.py")))
+    request = asyncio.create_task(runs.run(TurnRequest(RunRequest("create new.py")),
+                                           editor.host))
     while not editor.edits:
         await asyncio.sleep(0)
     run_id = runs.running()[0]
@@ -154,3 +154,18 @@ async def test_once_the_edit_is_out_its_answer_is_recorded_even_if_the_request_g
     actions = [m for m in store.history(session_id) if m.kind == "actions"]
     assert actions[-1].metadata["applied"] is True
     assert pending_notes(store, session_id) == []
+
+
+def test_the_run_manager_calls_nothing_back_up() -> None:
+    """RunManager gets its engine host from the caller and the rest from its RunContext: it
+    never awaits the engine itself, and only hands the editor connection on (to the
+    frontend, progress and delivery), never calling it."""
+    import inspect
+    import re
+
+    from agentls.lsp import runs
+
+    source = inspect.getsource(runs)
+    assert "engine()" not in source and "engine_if_built" not in source
+    assert re.findall(r"\beditor\.\w+", source) == []
+    assert "self._ls" not in source
