@@ -55,6 +55,10 @@ async def test_allow_once_runs_the_command(client: AgentClient, model: ReplaySer
     # A message box shows no markdown, and says how the command runs once.
     assert "`" not in prompt.message, prompt.message
     assert prompt.message.lower().count("sandboxed") <= 1, prompt.message
+    # The status line (work-done progress) says what waits, in plain text too.
+    waiting = [r.message for reports in client.progress_reports.values() for r in reports
+               if getattr(r, "message", None) and "waiting for approval" in r.message]
+    assert waiting == [f"waiting for approval: Run “{ECHO}”?"], waiting
     ran = shell_result(model)
     assert ran["ok"] and "hello-from-the-agent" in json.dumps(ran)
 

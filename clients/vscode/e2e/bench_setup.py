@@ -3,7 +3,8 @@
 * A stored session of TURNS turns in the workspace's ``.agentls/state.db``, titled
   ``BENCH_TITLE``, written through the engine's own SessionStore (as if those turns had
   happened): the panel opens it from its History button (its latest 200 turns, one page),
-  then streams a long answer into those 200 turns.
+  streams a long answer into those 200 turns, then shows the 200 before them from its
+  "Earlier turns (800 more)" control.
 * The scripted model's script: e2e/script.yaml plus one step answering
   ``LONG_PROMPT`` with a LINES-line Markdown answer (paragraphs and code blocks), streamed in
   small pieces, so the panel's time per chunk can be compared early and late in the answer.

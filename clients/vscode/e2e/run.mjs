@@ -525,8 +525,9 @@ async function main() {
     await answerInputBoxLoose("scripted-model-2");
     await until("the header to name the new model", async () =>
       (await modelButton.innerText()).includes("scripted-model-2"), T.short);
-    await until("the status bar to name the new model", async () =>
-      (await page.locator(".statusbar-item", { hasText: "scripted-model-2" }).count()) > 0, T.short);
+    await until("the status bar to name the new model, once", async () =>
+      (await page.locator(".statusbar-item", { hasText: "scripted-model-2" }).count()) === 1 &&
+      (await page.locator(".statusbar-item", { hasText: "AgentLS: scripted-model-2 · agent" }).count()) === 1, T.short);
     await input.fill("Which model are you?");
     await input.press("Enter");
     await waitTurn(8, "the second model's answer, marked with its name",
@@ -568,6 +569,9 @@ async function main() {
     await until("the chunk timings", () => fs.existsSync(timings) &&
       fs.readFileSync(timings, "utf8").includes('"figure":"chunks"'), T.short);
     log("streamed the 2,000-line answer after 200 turns");
+
+    step = "earlier turns of the 1,000-turn session, from the control at the top of the log";
+    await earlierTurns(frame);
     step = "completion as you type";
     await completionAsYouType(ws);
 
@@ -611,6 +615,37 @@ async function main() {
 }
 
 /** The review picker of an agent edit (src/review.ts). */
+/** The reopened 1,000-turn session shows its latest 200 turns under "Earlier turns (800
+ * more)"; clicking it puts turns 601-800 above them, and the turn the person was looking at
+ * stays where it was on screen. */
+async function earlierTurns(frame) {
+  const log_ = frame.locator("#log");
+  const button = frame.locator("#log > .earlier button");
+  await log_.evaluate((node) => { node.scrollTop = 0; });
+  await until("the 'Earlier turns' control", async () =>
+    (await button.isVisible()) && (await button.innerText()) === "Earlier turns (800 more)", T.short);
+  const firstShown = frame.locator("section.turn", { hasText: "Question 801: what does step 801 do?" });
+  const top = async () => firstShown.evaluate((node) =>
+    node.getBoundingClientRect().top - node.parentElement.getBoundingClientRect().top);
+  const before = await top();
+  await shot("earlier-turns-control");
+  await button.click();
+  await until("turns 601-800 drawn above the others", async () =>
+    (await frame.locator("section.turn").count()) === 401 &&
+    (await frame.locator("section.turn .prompt").first().innerText()) === "Question 601: what does step 601 do?" &&
+    (await button.innerText()) === "Earlier turns (600 more)", T.short);
+  const after = await top();
+  if (Math.abs(after - before) > 2) {
+    fail(`the log jumped: the turn that was at ${before.toFixed(0)} px is now at ${after.toFixed(0)} px`);
+  }
+  const streamed = await frame.locator("section.turn").last().innerText();
+  if (!streamed.includes("Stream the long answer")) fail("the streamed turn is no longer the last one");
+  await shot("earlier-turns-shown");
+  await frame.locator("section.turn", { hasText: "Question 790: what does step 790 do?" }).scrollIntoViewIfNeeded();
+  await shot("earlier-turns-read");
+  log(`'Earlier turns (800 more)' put turns 601-800 above the 200 shown; the view stayed put (${before.toFixed(0)} -> ${after.toFixed(0)} px)`);
+}
+
 async function waitPicker() {
   await until("the review picker", () =>
     page.locator(".quick-input-widget .quick-input-title", { hasText: "Enter keeps the ticked files" })

@@ -177,6 +177,10 @@
     log.hidden = turns === 0;
   }
 
+  function turnCount() {
+    return log.querySelectorAll(":scope > section.turn").length;
+  }
+
   function atBottom() {
     return log.scrollHeight - log.scrollTop - log.clientHeight < 40;
   }
@@ -189,11 +193,55 @@
     if (stick) log.scrollTop = log.scrollHeight;
   }
 
+  // --- earlier turns: a reopened session shows its latest page; this control the ones before
+
+  /** The "Earlier turns" control at the top of the log (null when there are none). */
+  function earlierControl(more, error) {
+    if (!more) return null;
+    const row = el("div", "earlier");
+    const button = el("button", "earlier-button secondary", `Earlier turns (${more} more)`);
+    button.type = "button";
+    button.title = "Show the turns before these (a page at a time)";
+    row.append(button);
+    if (error) row.append(el("div", "note error", error));
+    return row;
+  }
+
+  function setEarlier(more, error) {
+    log.querySelector(":scope > .earlier")?.remove();
+    const control = earlierControl(more, error);
+    if (control) log.prepend(control);
+  }
+
+  /** Earlier turns put above those drawn; what the person was looking at stays in place. */
+  function prependTurns(op) {
+    const fromBottom = log.scrollHeight - log.scrollTop;
+    const first = log.querySelector(":scope > section.turn");
+    const nodes = document.createDocumentFragment();
+    nodes.append(...op.turns.map(renderTurn));
+    if (first) first.before(nodes);
+    else log.append(nodes);
+    setEarlier(op.more, op.error);
+    log.scrollTop = log.scrollHeight - fromBottom;
+    stick = atBottom();
+    setRunning(!cancel.hidden, turnCount());
+  }
+
+  log.addEventListener("click", (event) => {
+    const button = /** @type {HTMLElement} */ (event.target).closest("button.earlier-button");
+    if (!(button instanceof HTMLButtonElement) || button.disabled) return;
+    button.disabled = true;
+    button.textContent = "Loading earlier turns…";
+    button.parentElement?.querySelector(".note")?.remove();
+    vscode.postMessage({ type: "earlier" });
+  });
+
   function render(view) {
     const open = new Set(Array.from(log.querySelectorAll("details[open]"))
       .map((d) => d.closest("section")?.dataset.turn + ":" +
         Array.prototype.indexOf.call(d.parentElement?.children ?? [], d)));
     log.replaceChildren(...view.turns.map(renderTurn));
+    setEarlier(view.earlier ?? 0);
     for (const key of open) {
       const [turn, index] = key.split(":");
       const parts = section(turn)?.querySelector(":scope > .parts");
@@ -206,13 +254,17 @@
 
   function apply(op) {
     if (op.op === "running") {
-      setRunning(op.running, log.children.length);
+      setRunning(op.running, turnCount());
+      return;
+    }
+    if (op.op === "earlier") {
+      prependTurns(op);
       return;
     }
     if (op.op === "turn") {
       section(op.turn.id)?.remove();
       log.append(renderTurn(op.turn));
-      setRunning(!cancel.hidden, log.children.length);
+      setRunning(!cancel.hidden, turnCount());
       return;
     }
     const turn = section(op.turn);

@@ -5,7 +5,7 @@ import * as vscode from "vscode";
 import type { LanguageClient } from "vscode-languageclient/node";
 import {
   applyEvent, applyResult, type ChatEvent, type ChatResult, emptyModel, failTurn, fromTurns,
-  type PanelModel, restoreFailure, running, startTurn, type Turn, type TurnRecord,
+  type PanelModel, prependTurns, restoreFailure, running, startTurn, type Turn, type TurnRecord,
 } from "./pure/model";
 import { type PanelOp, ViewSync } from "./pure/view";
 import type { ChatPanel } from "./panel";
@@ -269,17 +269,43 @@ export class Chat {
 
   /** A stored session as the server shows it: agentls/turns, display-ready (the person's
    * words, chips, notes, tool calls with their summaries, the model that answered), the
-   * latest HISTORY_PAGE turns. */
+   * latest HISTORY_PAGE turns; the earlier ones come a page at a time (showEarlier). */
   private async history(sessionId: string): Promise<PanelModel> {
-    const client = this.client();
-    if (!client?.isRunning()) throw new Error("the AgentLS server is not running");
-    const page = await client.sendRequest<{ turns: TurnRecord[]; total: number }>(
-      "agentls/turns", { sessionId, limit: HISTORY_PAGE });
+    const page = await this.turnsPage(sessionId);
     this.historyTotal = page.total;
-    return fromTurns(sessionId, page.turns);
+    return fromTurns(sessionId, page.turns, page.start);
   }
 
+  private async turnsPage(sessionId: string, before?: number):
+      Promise<{ turns: TurnRecord[]; start: number; total: number }> {
+    const client = this.client();
+    if (!client?.isRunning()) throw new Error("the AgentLS server is not running");
+    const params: Record<string, unknown> = { sessionId, limit: HISTORY_PAGE };
+    if (before !== undefined) params.before = before;
+    return client.sendRequest("agentls/turns", params);
+  }
 
+  private fetchingEarlier: PanelModel | undefined;
+
+  /** The panel's "Earlier turns" control: the page before the turns shown, put above them
+   * (only those are drawn; the webview keeps the scroll position). */
+  async showEarlier(): Promise<void> {
+    const model = this.model;
+    if (!model.sessionId || model.earlier <= 0 || this.fetchingEarlier === model) return;
+    this.fetchingEarlier = model;
+    try {
+      const page = await this.turnsPage(model.sessionId, model.earlier);
+      if (this.model !== model) return; // another conversation is shown now
+      const added = prependTurns(model, page.turns, page.start);
+      this.panel.apply([this.sync.earlier(model, added)]);
+    } catch (error) {
+      if (this.model !== model) return;
+      this.panel.apply([{ op: "earlier", turns: [], more: model.earlier,
+                          error: `Could not fetch the earlier turns: ${messageOf(error)}` }]);
+    } finally {
+      if (this.fetchingEarlier === model) this.fetchingEarlier = undefined;
+    }
+  }
 
   /** The whole conversation, drawn afresh (a new webview, a new or reopened session). */
   redraw(reset: boolean): void {

@@ -21,7 +21,8 @@ interface ModelsAnswer {
   defaultMode: string;
   session?: { sessionId: string; backend: string; model: string; mode: string };
 }
-interface OptionsAnswer { sessionId: string; backend: string; model: string; mode: string; message: string }
+interface OptionsAnswer { sessionId: string; backend: string; model: string; mode: string; message: string;
+                         running?: boolean }
 
 export interface MentionItem { label: string; kind: string; detail?: string; reference: Record<string, unknown> }
 
@@ -85,7 +86,7 @@ export class Conversation {
     } else {
       const done = await this.request<OptionsAnswer>(
         "agentls/setModel", { sessionId, model: picked.model, backend: picked.backend }, true);
-      if (done) void vscode.window.setStatusBarMessage(`AgentLS: ${done.message}`, 4000);
+      if (done) switched(done);
     }
     await this.refresh(sessionId);
   }
@@ -95,7 +96,7 @@ export class Conversation {
       this.pending.mode = mode;
     } else {
       const done = await this.request<OptionsAnswer>("agentls/setMode", { sessionId, mode }, true);
-      if (done) void vscode.window.setStatusBarMessage(`AgentLS: ${done.message}`, 4000);
+      if (done) switched(done);
     }
     await this.refresh(sessionId);
   }
@@ -119,6 +120,14 @@ export class Conversation {
       }
       return undefined;
     }
+  }
+}
+
+/** After a switch: the status bar item names the model and mode (refresh), so they are not
+ * said again beside it; only what it cannot show, that a run is on and keeps its own. */
+function switched(done: OptionsAnswer): void {
+  if (done.running) {
+    void vscode.window.setStatusBarMessage("AgentLS: the switch applies from the next turn (a run is on)", 4000);
   }
 }
 

@@ -11,6 +11,7 @@ export type PanelMessage =
   | { type: "chooseModel" }
   | { type: "setMode"; mode: string }
   | { type: "cancel" }
+  | { type: "earlier" }
   | { type: "command"; command: string }
   | { type: "code"; action: "copy" | "insert" | "apply"; code: string; lang: string }
   | { type: "firstText"; turn: number }

@@ -44,6 +44,9 @@ export function onPanelMessage(message: PanelMessage, chat: Chat, conversation: 
     case "cancel":
       void chat.cancel();
       break;
+    case "earlier":
+      void chat.showEarlier();
+      break;
     case "firstText":
       chat.firstTextShown(message.turn);
       break;

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
-  applyEvent, applyResult, type ChatEvent, emptyModel, failTurn, fromTurns, restoreFailure,
-  startTurn,
+  applyEvent, applyResult, type ChatEvent, emptyModel, failTurn, fromTurns, prependTurns,
+  restoreFailure, startTurn, type TurnRecord,
 } from "../src/pure/model";
 import { ViewSync } from "../src/pure/view";
 
@@ -137,4 +137,50 @@ test("the server's display-ready turns are drawn as they are: words, chips, note
   assert.equal(second.prompt, "thanks"); // the note is not the person's words
   assert.deepEqual(second.parts, [{ type: "note", level: "info", text: "the person rejected your changes to calc.py" }]);
   assert.equal(second.state, "cancelled");
+});
+
+const asked = (k: number): TurnRecord => ({
+  index: k, user: { text: `Question ${k}` }, model: "scripted-model", outcome: "done",
+  steps: [{ kind: "text", text: `Answer ${k}.` }],
+});
+const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => asked(from + i));
+
+test("a reopened session's page says how many turns came before; earlier pages go above it", () => {
+  const model = fromTurns("s9", range(800, 1000), 800);
+  assert.equal(model.earlier, 800);
+  assert.equal(model.turns.length, 200);
+  const sync = new ViewSync();
+  const view = sync.full(model);
+  assert.equal(view.earlier, 800);
+  const latest = model.turns[model.turns.length - 1];
+  const added = prependTurns(model, range(600, 800), 600);
+  assert.equal(model.earlier, 600);
+  assert.deepEqual(added.map((t) => t.prompt), ["Question 600", "Question 601"].concat(
+    range(602, 800).map((r) => r.user!.text!)));
+  assert.deepEqual(model.turns.slice(0, 2).map((t) => t.prompt), ["Question 600", "Question 601"]);
+  assert.equal(model.turns[200].prompt, "Question 800");
+  assert.equal(model.turns[model.turns.length - 1], latest); // the turns shown are left as they are
+  const ids = new Set(model.turns.map((t) => t.id));
+  assert.equal(ids.size, 400); // every turn its own id in the webview
+  // Only the new turns are drawn; a follow-up after them still streams into its own turn.
+  const op = sync.earlier(model, added);
+  assert.ok(op.op === "earlier" && op.more === 600 && op.turns.length === 200);
+  assert.equal(op.turns[0].prompt, "Question 600");
+  assert.deepEqual(op.turns[0].parts, [{ type: "md", html: "<p>Answer 600.</p>\n", tail: null }]);
+  assert.deepEqual(sync.changes(model, added[0]), []); // known to the view: nothing resent
+  const next = startTurn(model, "and now?");
+  assert.ok(next.id > Math.max(...model.turns.slice(0, -1).map((t) => t.id)));
+  assert.deepEqual(sync.changes(model, next).map((o) => o.op), ["turn", "running"]);
+  // The first page: nothing before it, the control goes.
+  prependTurns(model, range(0, 600).slice(400), 400);
+  prependTurns(model, range(0, 400), 0);
+  assert.equal(model.earlier, 0);
+  assert.equal(model.turns[0].prompt, "Question 0");
+});
+
+test("a short session has no earlier turns to show", () => {
+  const model = fromTurns("s1", range(0, 3));
+  assert.equal(model.earlier, 0);
+  assert.equal(new ViewSync().full(model).earlier, 0);
+  assert.equal(emptyModel().earlier, 0);
 });

@@ -72,7 +72,8 @@ class LspFrontend:
 
     async def confirm(self, request: ApprovalRequest) -> ApprovalAnswer:
         if self.progress is not None:
-            self.progress.report(f"waiting for approval: {request.title}")
+            # The status line shows plain text: `code` spans become quotes, as in the prompt.
+            self.progress.report(f"waiting for approval: {approvals.plain_text(request.title)}")
         return await approvals.confirm(self._ls, request, self.status)
 
     @property

@@ -73,10 +73,13 @@ export interface PanelModel {
   sessionId?: string;
   turns: Turn[];
   nextId: number;
+  /** Stored turns before the first one shown (a reopened session is shown a page at a
+   * time, the latest first): the index to ask agentls/turns for the page before. */
+  earlier: number;
 }
 
 export function emptyModel(sessionId?: string): PanelModel {
-  return { sessionId, turns: [], nextId: 1 };
+  return { sessionId, turns: [], nextId: 1, earlier: 0 };
 }
 
 export function running(model: PanelModel): Turn | undefined {
@@ -239,42 +242,56 @@ export interface TurnRecord {
   durationMs?: number | null;
 }
 
-/** A stored session (agentls/turns) as the panel's turns: each record is drawn as it is,
- * nothing re-derived (the server says what the person wrote, what was attached, the notes,
- * each tool call's summary, the edit's fate and the model that answered). */
-export function fromTurns(sessionId: string, records: TurnRecord[]): PanelModel {
-  const model = emptyModel(sessionId);
-  for (const record of records) {
-    const user = record.user ?? {};
-    const turn = startTurn(model, user.text ?? "");
-    turn.chips = user.attachments ?? [];
-    turn.refused = user.refused ?? [];
-    for (const text of [...(user.notes ?? []), ...(user.trimmed ?? [])]) {
-      turn.parts.push({ type: "note", level: "info", text });
-    }
-    for (const step of record.steps ?? []) {
-      if (step.kind === "text") {
-        if (step.text) turn.parts.push({ type: "text", text: step.text });
-      } else {
-        turn.parts.push({ type: "tool", callId: step.id ?? "", name: step.name ?? "",
-                          arguments: step.arguments ?? "",
-                          ok: step.ok === null || step.ok === undefined ? undefined : step.ok,
-                          summary: step.summary || undefined });
-      }
-    }
-    const changes = record.changes;
-    if (changes?.text) {
-      turn.editOutcome = changes.applied === true ? `Edit applied: ${changes.text}.`
-        : changes.applied === false ? `Edit not applied: ${changes.text}.`
-          : `Edit not sent: ${changes.text}.`;
-    }
-    const outcome = record.outcome ?? "done";
-    turn.state = outcome === "cancelled" ? "cancelled" : outcome === "error" ? "error" : "done";
-    turn.status = outcome === "done" ? "" : outcome.replace(/_/g, " ");
-    const took = typeof record.durationMs === "number" ? `${(record.durationMs / 1000).toFixed(1)} s` : "";
-    turn.answeredBy = [record.model, record.mode, took].filter(Boolean).join(" · ") || undefined;
+/** One stored turn (agentls/turns) as a panel turn: each record is drawn as it is, nothing
+ * re-derived (the server says what the person wrote, what was attached, the notes, each tool
+ * call's summary, the edit's fate and the model that answered). */
+function turnOf(id: number, record: TurnRecord): Turn {
+  const user = record.user ?? {};
+  const turn: Turn = { id, prompt: user.text ?? "", parts: [], status: "", state: "done",
+                       lastSeq: 0, chips: user.attachments ?? [], refused: user.refused ?? [] };
+  for (const text of [...(user.notes ?? []), ...(user.trimmed ?? [])]) {
+    turn.parts.push({ type: "note", level: "info", text });
   }
+  for (const step of record.steps ?? []) {
+    if (step.kind === "text") {
+      if (step.text) turn.parts.push({ type: "text", text: step.text });
+    } else {
+      turn.parts.push({ type: "tool", callId: step.id ?? "", name: step.name ?? "",
+                        arguments: step.arguments ?? "",
+                        ok: step.ok === null || step.ok === undefined ? undefined : step.ok,
+                        summary: step.summary || undefined });
+    }
+  }
+  const changes = record.changes;
+  if (changes?.text) {
+    turn.editOutcome = changes.applied === true ? `Edit applied: ${changes.text}.`
+      : changes.applied === false ? `Edit not applied: ${changes.text}.`
+        : `Edit not sent: ${changes.text}.`;
+  }
+  const outcome = record.outcome ?? "done";
+  turn.state = outcome === "cancelled" ? "cancelled" : outcome === "error" ? "error" : "done";
+  turn.status = outcome === "done" ? "" : outcome.replace(/_/g, " ");
+  const took = typeof record.durationMs === "number" ? `${(record.durationMs / 1000).toFixed(1)} s` : "";
+  turn.answeredBy = [record.model, record.mode, took].filter(Boolean).join(" · ") || undefined;
+  return turn;
+}
+
+/** A stored session as the panel's turns: the page agentls/turns returned (`start`: the index
+ * of its first turn, i.e. how many earlier turns are stored and not shown). */
+export function fromTurns(sessionId: string, records: TurnRecord[], start = 0): PanelModel {
+  const model = emptyModel(sessionId);
+  for (const record of records) model.turns.push(turnOf(model.nextId++, record));
+  model.earlier = Math.max(0, start);
   return model;
+}
+
+/** The page before the turns shown (agentls/turns with `before`), put above them; returns the
+ * new turns, oldest first. The turns already shown are left as they are. */
+export function prependTurns(model: PanelModel, records: TurnRecord[], start: number): Turn[] {
+  const added = records.map((record) => turnOf(model.nextId++, record));
+  model.turns.unshift(...added);
+  model.earlier = Math.max(0, start);
+  return added;
 }
 
 /** JSON-RPC InvalidParams: what the server answers agentls/turns for a session it does not

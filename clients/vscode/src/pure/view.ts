@@ -27,6 +27,8 @@ export interface ViewModel {
   sessionId?: string;
   running: boolean;
   turns: ViewTurn[];
+  /** Stored turns before the first one drawn: the "Earlier turns" control shows them. */
+  earlier: number;
 }
 
 export type PanelOp =
@@ -37,7 +39,10 @@ export type PanelOp =
   | { op: "footer"; turn: number; status: string; state: string; editOutcome?: string;
       answeredBy?: string }
   | { op: "head"; turn: number; chips: Chip[]; refused: Refused[] }
-  | { op: "running"; running: boolean };
+  | { op: "running"; running: boolean }
+  // Earlier stored turns put above those drawn (oldest first), and how many remain before
+  // them; `error` instead when they could not be fetched.
+  | { op: "earlier"; turns: ViewTurn[]; more: number; error?: string };
 
 export function prettyArguments(raw: string): string {
   try {
@@ -80,7 +85,12 @@ export class ViewSync {
     this.turns = new Map();
     this.running = model.turns.some((t) => t.state === "running");
     return { sessionId: model.sessionId, running: this.running,
-             turns: model.turns.map((t) => this.drawTurn(t)) };
+             turns: model.turns.map((t) => this.drawTurn(t)), earlier: model.earlier };
+  }
+
+  /** Turns put above those drawn (prependTurns): only they are drawn, nothing else is sent. */
+  earlier(model: PanelModel, added: Turn[]): PanelOp {
+    return { op: "earlier", turns: added.map((t) => this.drawTurn(t)), more: model.earlier };
   }
 
   /** The operations that bring the webview from what it was sent to `turn` as it is now. */
