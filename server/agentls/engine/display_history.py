@@ -140,9 +140,6 @@ def _short(arguments: str) -> str:
 
 
 def _finish(turn: dict[str, Any]) -> None:
-    texts = [s["text"] for s in turn["steps"] if s["kind"] == "text"]
-    turn["text"] = "\n\n".join(texts)  # as it streamed: each step's text a paragraph
-    turn["toolCalls"] = [s for s in turn["steps"] if s["kind"] == "toolCall"]
     turn.pop("glue", None)
     last = turn.pop("lastAt", None)
     if turn["endedAt"] is None:

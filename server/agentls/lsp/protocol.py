@@ -205,9 +205,9 @@ class TurnPayload(TypedDict, total=False):
     model: str | None  # the model that answered
     backend: str | None
     mode: str | None  # ask | edit | agent
-    steps: list[dict[str, Any]]  # in order: {"kind": "text", "text"} | ToolCallStepPayload
-    text: str  # the assistant's text, steps joined as it streamed
-    toolCalls: list[ToolCallStepPayload]
+    # In order: {"kind": "text", "text"} | ToolCallStepPayload; the one place a turn's
+    # answer and tool calls are (both clients draw the steps).
+    steps: list[dict[str, Any]]
     changes: dict[str, Any]  # {"text": "edited a.py (+1 −0)", "applied": bool | None}
     outcome: str | None  # the stop reason; None while running or for an interrupted turn
     startedAt: float

@@ -83,4 +83,5 @@ def test_history_of_an_old_session_keeps_notes_out_of_the_persons_words(
     [turn] = page.turns
     assert turn["user"]["text"] == "thanks"
     assert turn["user"]["notes"] == ["the person rejected your changes to a.py"]
-    assert turn["text"] == "You are welcome."
+    assert turn["steps"] == [{"kind": "text", "text": "You are welcome."}]
+    assert "text" not in turn and "toolCalls" not in turn
