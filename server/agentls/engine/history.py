@@ -23,9 +23,9 @@ Trimming (:func:`trim_for_budget`), when the prompt is over budget:
 Always kept: the system levels, a summary message at the front of the history, the newest
 message from the person (a run's request, a follow-up), and the last call with its results
 (shrunk, their outcomes readable) when it belongs to the newest request or the turn a
-follow-up directly follows; a call from an older turn is history like any other group. Until step 3 the last :data:`KEEP_LAST` messages and the
-new messages are sent whole. A history never starts with a tool result; a call is never
-separated from its results.
+follow-up directly follows; a call from an older turn is history like any other group.
+Until step 3 the last :data:`KEEP_LAST` messages and the new messages are sent whole. A
+history never starts with a tool result; a call is never separated from its results.
 
 Compaction (``engine/compaction.py``) replaces the older part of a long history by a summary
 the model writes; :func:`summary_message` is how that summary sits at the front of a history.
