@@ -4,6 +4,9 @@ was shown live, and mention completion. A real `agentls serve`, the scripted mod
 
 from __future__ import annotations
 
+import socket
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +15,7 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import client_capabilities
 
 from agentls.devtools.replay import ReplayServer
+from agentls.engine import models
 from tests.lsp.conftest import AgentClient, initialize, options_for
 
 
@@ -273,3 +277,63 @@ def _open(path: Path, text: str) -> Any:
 
     return lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
         uri=path.as_uri(), language_id="python", version=1, text=text))
+
+
+@pytest.fixture
+def silent_server() -> Iterator[socket.socket]:
+    """A model server that takes connections and never answers (a hung or firewalled host):
+    listening, nothing accepted, so a request waits until its client gives up."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
+        yield sock
+
+
+def _connections(sock: socket.socket) -> int:
+    """How many connections reached the silent server (each accepted and then left open)."""
+    sock.setblocking(False)
+    count = 0
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except BlockingIOError:
+            return count
+        conn.close()
+        count += 1
+
+
+async def test_models_answer_promptly_when_a_backend_does_not_answer(
+        bare_client: AgentClient, model: ReplayServer, project: Path,
+        silent_server: socket.socket) -> None:
+    options = options_for(model)
+    port = silent_server.getsockname()[1]
+    options["backends"]["silent"] = {"base_url": f"http://127.0.0.1:{port}/v1",
+                                     "model": "silent-model", "api_key_env": None}
+    await initialize(bare_client, client_capabilities("visual-studio-code"), project, options)
+    model.load({"models": ["scripted-model", "scripted-large"], "steps": []})
+
+    # From the configuration alone: nothing asked over the network.
+    configured = await bare_client.send("agentls/models", {"probe": False})
+    shown = {b["name"]: b for b in configured["backends"]}
+    assert shown["silent"]["models"] == ["silent-model"]
+    assert shown["silent"]["status"] == shown["scripted"]["status"] == "unchecked"
+    assert shown["scripted"]["active"] and configured["modes"]
+    assert _connections(silent_server) == 0
+    assert not [r for r in model.requests if r.path.endswith("/models")]
+
+    # Probed side by side, each within its bound: the silent one is reported, not waited for.
+    started = time.monotonic()
+    probed = await bare_client.send("agentls/models", {})
+    took = time.monotonic() - started
+    found = {b["name"]: b for b in probed["backends"]}
+    assert found["scripted"]["status"] == "available"
+    assert found["scripted"]["models"] == ["scripted-model", "scripted-large"]
+    assert found["silent"]["status"] == "unreachable"
+    assert "timed out" in found["silent"]["detail"], found["silent"]
+    assert _connections(silent_server) >= 1  # it was asked
+    # The bound, not the silent server, ended the wait (generous: a shared CI machine).
+    assert took < models.PROBE_TIMEOUT_S + 3.0, took
+
+    with pytest.raises(JsonRpcException) as bad:
+        await bare_client.send("agentls/models", {"probe": "yes"})
+    assert "'probe' must be true or false" in str(bad.value)

@@ -7,14 +7,12 @@ import * as vscode from "vscode";
 import type { LanguageClient } from "vscode-languageclient/node";
 import { messageOf } from "./chat";
 import type { ChatPanel } from "./panel";
+import { type BackendOption, type ModelRow, modelRows } from "./pure/models";
 import type { StatusItem } from "./status";
 
 const METHOD_NOT_FOUND = -32601;
 
 interface ModeOption { name: string; label: string; description: string }
-interface BackendOption {
-  name: string; model: string; models: string[]; status: string; detail: string; active: boolean;
-}
 interface ModelsAnswer {
   backends: BackendOption[];
   modes: ModeOption[];
@@ -37,7 +35,8 @@ export class Conversation {
 
   /** The header and status bar for `sessionId` (none: a new chat, the defaults). */
   async refresh(sessionId: string | undefined): Promise<void> {
-    const answer = await this.request<ModelsAnswer>("agentls/models", sessionId ? { sessionId } : {});
+    // The names only: answered from the configuration, no backend asked (probe: false).
+    const answer = await this.request<ModelsAnswer>("agentls/models", modelsParams(sessionId, false));
     if (!answer) {
       this.panel.options(null);
       return;
@@ -61,31 +60,47 @@ export class Conversation {
     return Object.fromEntries(Object.entries(params).filter(([, v]) => v));
   }
 
+  /** The model picker: open at once with the configured models, the served ones filled in
+   * when the servers have answered (each within the server's short bound). */
   async chooseModel(sessionId: string | undefined): Promise<void> {
-    const answer = await this.request<ModelsAnswer>("agentls/models", sessionId ? { sessionId } : {});
-    if (!answer) {
+    const quick = await this.request<ModelsAnswer>("agentls/models", modelsParams(sessionId, false));
+    if (!quick) {
       void vscode.window.showWarningMessage("AgentLS: this server cannot switch models; set agentls.model.");
       return;
     }
-    const current = answer.session?.model;
-    // Backends that run an agent CLI answer chats their own way: not offered here.
-    const items = answer.backends.filter((b) => b.status !== "cli").flatMap((b) =>
-      (b.models.length ? b.models : [b.model]).filter(Boolean).map((model) => ({
-      label: model, description: b.name + (model === current ? " · current" : ""),
-      detail: b.status === "available" ? undefined : `${b.status}: ${b.detail}`,
-      backend: b.name, model,
-    })));
-    const picked = await vscode.window.showQuickPick(items, {
-      title: "AgentLS: Model for this chat", placeHolder: "The model that answers the next turn",
-      matchOnDescription: true,
+    const current = quick.session?.model;
+    const pick = vscode.window.createQuickPick<ModelRow>();
+    pick.title = "AgentLS: Model for this chat";
+    pick.placeholder = "The model that answers the next turn";
+    pick.matchOnDescription = true;
+    pick.items = modelRows(quick.backends, current, false);
+    pick.busy = true;
+    let open = true;
+    const picked = new Promise<ModelRow | undefined>((resolve) => {
+      pick.onDidAccept(() => {
+        resolve(pick.selectedItems[0] ?? pick.activeItems[0]);
+        pick.hide();
+      });
+      pick.onDidHide(() => {
+        open = false;
+        resolve(undefined);
+      });
     });
-    if (!picked) return;
+    pick.show();
+    void this.request<ModelsAnswer>("agentls/models", modelsParams(sessionId, true)).then((full) => {
+      if (!open) return;
+      if (full) pick.items = modelRows(full.backends, current, true);
+      pick.busy = false;
+    });
+    const chosen = await picked;
+    pick.dispose();
+    if (!chosen) return;
     if (!sessionId) {
-      this.pending.model = picked.model;
-      this.pending.backend = picked.backend;
+      this.pending.model = chosen.model;
+      this.pending.backend = chosen.backend;
     } else {
       const done = await this.request<OptionsAnswer>(
-        "agentls/setModel", { sessionId, model: picked.model, backend: picked.backend }, true);
+        "agentls/setModel", { sessionId, model: chosen.model, backend: chosen.backend }, true);
       if (done) switched(done);
     }
     await this.refresh(sessionId);
@@ -121,6 +136,11 @@ export class Conversation {
       return undefined;
     }
   }
+}
+
+/** agentls/models for the chat (`probe`: ask the backends what they serve). */
+function modelsParams(sessionId: string | undefined, probe: boolean): Record<string, unknown> {
+  return sessionId ? { sessionId, probe } : { probe };
 }
 
 /** After a switch: the status bar item names the model and mode (refresh), so they are not

@@ -1,9 +1,12 @@
 """Which backends and models a session may use, and switching a session's model.
 
 The listing asks each configured model server (``type = "openai"``) for its models once
-(``GET /models``, llm/probe.py, the same look as ``agentls backends``), all at once under
-one deadline. Agent-CLI backends are listed as not usable for chat sessions (they edit
-files themselves; ``agentls run`` uses them).
+(``GET /models``, llm/probe.py, the same look as ``agentls backends``), all at once, each
+within PROBE_TIMEOUT_S: a server that does not answer costs that bound, never more, and
+never delays the others. ``probe=False`` answers at once from the configuration alone (the
+configured model of each backend, ``unchecked``), for what only needs the names (a header, a
+picker's first rows). Agent-CLI backends are listed as not usable for chat sessions (they
+edit files themselves; ``agentls run`` uses them).
 
 A session's model is stored with the session (its ``backend`` and ``model`` columns); once
 the person picks one (``set_session_model``) the session keeps it (``model_chosen`` in its
@@ -24,7 +27,7 @@ from agentls import config
 if TYPE_CHECKING:
     from agentls.engine.sessions import SessionInfo, SessionStore
 
-PROBE_TIMEOUT_S = 1.5
+PROBE_TIMEOUT_S = 1.0  # per backend; the probes run side by side
 CHOSEN_KEY = "model_chosen"
 
 
@@ -52,9 +55,11 @@ class UnknownModel(ValueError):
 
 async def list_models(settings: config.Settings, *, env: Mapping[str, str] | None = None,
                       timeout: float = PROBE_TIMEOUT_S,
-                      only: str | None = None) -> list[BackendModels]:
+                      only: str | None = None, probe: bool = True) -> list[BackendModels]:
     """Every configured backend with the models it serves (``only``: that backend alone,
-    the others listed unprobed, as ``unchecked``)."""
+    the others listed unprobed, as ``unchecked``; ``probe=False``: none probed)."""
+    if not probe:
+        return [_unprobed(settings, n, b, env) for n, b in settings.backends.items()]
     # The model client's modules load in a thread: not on the event loop, where the
     # editor's other requests (a history page) would wait behind their import.
     await asyncio.to_thread(_load_client)
@@ -90,16 +95,28 @@ async def list_models(settings: config.Settings, *, env: Mapping[str, str] | Non
         return entry
 
     started = time.monotonic()
+
     async def skipped(name: str, backend: config.BackendConfig) -> BackendModels:
-        return BackendModels(name, backend.type, backend.model, [backend.model],
-                             status="unchecked" if backend.type == "openai" else "cli",
-                             active=settings.backend == name, base_url=backend.base_url)
+        return _unprobed(settings, name, backend, env)
 
     jobs = [one(n, b) if only is None or n == only else skipped(n, b)
             for n, b in settings.backends.items()]
     found = await asyncio.wait_for(asyncio.gather(*jobs), timeout + 1.0 - (
         time.monotonic() - started))
     return list(found)
+
+
+def _unprobed(settings: config.Settings, name: str, backend: config.BackendConfig,
+              env: Mapping[str, str] | None) -> BackendModels:
+    """A backend as configured, not asked: its configured model, ``unchecked`` (or ``cli``)."""
+    needs_key = (backend.api_key_env or "none").lower() != "none"
+    cli = backend.type != "openai"
+    return BackendModels(name, backend.type, backend.model, [backend.model],
+                         status="cli" if cli else "unchecked",
+                         detail="" if cli else "not asked for its models",
+                         active=settings.backend == name, needs_key=needs_key,
+                         key_set=config.api_key(backend, env) is not None,
+                         base_url=backend.base_url)
 
 
 def _load_client() -> None:

@@ -2,7 +2,9 @@
 ``agentls/setMode``, ``agentls/turns`` and ``agentls/mentions`` (issue 29).
 
 - ``agentls/models`` lists the backends and models the server can use and the modes; with a
-  ``sessionId`` also that session's backend, model and mode.
+  ``sessionId`` also that session's backend, model and mode. ``probe: false`` answers at once
+  from the configuration (nothing asked over the network): for a header, or a picker's first
+  rows while the probing request is out.
 - ``agentls/setModel`` / ``agentls/setMode`` switch a session between turns; during a run the
   switch applies from the next turn, and the answer says so (``running``, ``message``).
 - ``agentls/turns`` returns a session's turns display-ready, paged from the end
@@ -51,16 +53,15 @@ def _options(host: EngineHost, info: SessionInfo, message: str) -> dict[str, Any
 async def models_request(ls: ServerContext, params: Any) -> dict[str, Any]:
     from agentls.engine import models, modes
 
-    data = protocol.plain(params) or {}
-    session_id = data.get("sessionId") if isinstance(data, dict) else None
+    session_id, probe = protocol.parse_models_params(params)
     host = await ls.engine()
-    listing = await models.list_models(host.agent.settings)
+    listing = await models.list_models(host.agent.settings, probe=probe)
     out: dict[str, Any] = {
         "backends": [protocol.camel_keys(b.to_dict()) for b in listing],
         "modes": [m.to_dict() for m in modes.MODE_PRESETS],
         "defaultMode": modes.DEFAULT_MODE,
     }
-    if isinstance(session_id, str) and session_id:
+    if session_id:
         info = _session(host, session_id)
         out["session"] = _options(host, info, "")
     return out

@@ -27,7 +27,7 @@ HISTORY = "agentls/history"
 CHAT_EVENT = "agentls/chatEvent"  # server -> client notification
 COMPLETION_STATUS = "agentls/completionStatus"  # server -> client: {status, message}
 # The conversation (issue 29): models and modes per session, display-ready history, mentions.
-MODELS = "agentls/models"  # {sessionId?} -> ModelsResult
+MODELS = "agentls/models"  # {sessionId?, probe?} -> ModelsResult
 SET_MODEL = "agentls/setModel"  # {sessionId, model, backend?} -> SessionOptionsResult
 SET_MODE = "agentls/setMode"  # {sessionId, mode} -> SessionOptionsResult
 TURNS = "agentls/turns"  # {sessionId, limit?, before?} -> TurnsResult
@@ -356,6 +356,17 @@ def parse_turns_params(raw: Any) -> tuple[str, int, int | None]:
             least = "positive" if name == "limit" else "non-negative"
             raise ParamsError(f"'{name}' must be a {least} integer")
     return session_id, int(limit), before
+
+
+def parse_models_params(raw: Any) -> tuple[str | None, bool]:
+    """``{sessionId?, probe?: true}`` of agentls/models (``probe: false``: no network)."""
+    data = plain(raw) if raw is not None else {}
+    data = _object({} if data == [] else data, f"{MODELS} params")  # a Lua {} can be []
+    session_id = _optional_str(data, "sessionId")
+    probe = data.get("probe", True)
+    if not isinstance(probe, bool):
+        raise ParamsError(f"{MODELS}: 'probe' must be true or false")
+    return session_id or None, probe
 
 
 def parse_session_option(raw: Any, method: str, key: str) -> tuple[str, str, str | None]:

@@ -205,33 +205,29 @@ local function update_winbar()
   vim.cmd.redrawstatus({ bang = true, mods = { emsg_silent = true } }) -- statusline() changed
 end
 
---- The model and mode a new chat would use (the server's defaults), for the winbar.
+--- The model and mode a new chat would use (the server's defaults), for the winbar: the
+--- names only, answered from the configuration (probe = false: no backend is asked).
 local function fetch_options()
   local client = require("agentls").client(chat.source)
   if not client or chat.model then
     return
   end
-  require("agentls").call(
-    client,
-    "agentls/models",
-    chat.session and { sessionId = chat.session } or {},
-    function(err, result)
-      if err or not result then
-        return
-      end
-      if result.session then
-        chat.model, chat.mode = result.session.model, result.session.mode
-      else
-        for _, b in ipairs(result.backends or {}) do
-          if b.active then
-            chat.model = b.model
-          end
-        end
-        chat.mode = chat.mode or result.defaultMode
-      end
-      update_winbar()
+  require("agentls").call(client, "agentls/models", { sessionId = chat.session, probe = false }, function(err, result)
+    if err or not result then
+      return
     end
-  )
+    if result.session then
+      chat.model, chat.mode = result.session.model, result.session.mode
+    else
+      for _, b in ipairs(result.backends or {}) do
+        if b.active then
+          chat.model = b.model
+        end
+      end
+      chat.mode = chat.mode or result.defaultMode
+    end
+    update_winbar()
+  end)
 end
 
 -- --- the buffer and its window --------------------------------------------------------------
