@@ -18,7 +18,15 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import client_capabilities
 
 from agentls.devtools.replay import ReplayServer
-from tests.lsp.conftest import AgentClient, apply_to_open_documents, initialize, options_for
+from tests.lsp.conftest import (
+    AgentClient,
+    apply_to_open_documents,
+    call,
+    initialize,
+    last_user_message,
+    open_document,
+    options_for,
+)
 from tests.lsp.test_code_actions import (
     FIX_CALL,
     FIXED,
@@ -137,6 +145,23 @@ async def test_a_late_didchange_that_does_not_hold_the_edit_is_reported(
             break
         await asyncio.sleep(0.05)
     assert any("src/calc.py does not hold the change" in m for m in shown()), shown()
+    # The record is corrected: what calc.py holds is neither the edit nor the old text.
+    record = await recorded_when(bare_client, lambda r: r["applied"] is False)
+    assert "the editor answered applied, but src/calc.py edited during the review" in (
+        record["failure_reason"]), record
+
+
+async def recorded_when(client: AgentClient, fits: Any) -> dict[str, Any]:
+    """The newest edit record of the newest session, once ``fits(record)``."""
+    for _ in range(200):
+        sessions = (await client.send("agentls/sessions", {"limit": 1}))["sessions"]
+        history = await client.send("agentls/history", {"sessionId": sessions[0]["id"]})
+        records = [dict(m["metadata"]) for m in history["messages"]
+                   if (m.get("metadata") or {}).get("applied") is not None]
+        if records and fits(records[-1]):
+            return records[-1]
+        await asyncio.sleep(0.05)
+    raise AssertionError("the record never fitted")
 
 
 async def chat_command(client: AgentClient, params: dict[str, Any]) -> dict[str, Any]:
@@ -230,3 +255,50 @@ async def test_the_chat_command_continues_a_session_and_refuses_an_unknown_one(
     with pytest.raises(JsonRpcException) as unknown:
         await chat_command(bare_client, {"prompt": "hi", "sessionId": "01NOSUCHSESSION"})
     assert unknown.value.code == -32602 and "does not exist" in unknown.value.message
+
+
+OPS = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n"
+OPS_FIRST_ONLY = OPS.replace("a - b", "a + b")
+OPS_CALL = call("edit_file", "o1", path="src/ops.py", edits=[
+    {"search": "    return a - b", "replace": "    return a + b"},
+    {"search": "def mul(a, b):\n    return a + b", "replace": "def mul(a, b):\n    return a * b"}])
+
+
+async def test_a_late_didchange_with_part_of_the_edit_corrects_the_record(
+        bare_client: AgentClient, project: Path, model: ReplayServer) -> None:
+    """The editor answered applied: true and later its document holds only the first of the
+    two hunks: the session's record says which was kept, and the model's next request too."""
+    await initialize(bare_client, client_capabilities("emacs"), project, options_for(model))
+    model.load({"steps": [
+        {"match": {"user": "fix ops", "tool_results": False}, "reply": {"tool_calls": [OPS_CALL]}},
+        {"match": {"user": "fix ops", "tool_results": True}, "reply": {"text": "Fixed both."}},
+        {"match": {"user": "what now"}, "reply": {"text": "I see."}},
+    ]})
+    bare_client.apply_to_documents = False
+    (project / "src" / "ops.py").write_text(OPS)
+    uri = open_document(bare_client, project / "src" / "ops.py", OPS)
+    started = await chat_command(bare_client, {"prompt": "fix ops", "context": {"uri": uri}})
+    for _ in range(600):
+        if bare_client.edits:
+            break
+        await asyncio.sleep(0.05)
+    assert bare_client.edits
+    await recorded_when(bare_client, lambda r: r["applied"] is True)  # trusted, for now
+
+    bare_client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=OPS_FIRST_ONLY)]))
+
+    record = await recorded_when(bare_client, lambda r: r["applied"] is False)
+    assert record["failure_reason"] == (
+        "the editor answered applied, but kept 1 of 2 changes in src/ops.py"), record
+    assert record["review"] == [{"path": str(project / "src" / "ops.py"), "kind": "update",
+                                 "state": "partial", "hunks": 2, "kept": [1]}], record
+    session = (await bare_client.wait_for_event(
+        lambda e: e["kind"] == "done" and e["runId"] == started["runId"]))["sessionId"]
+    follow = await chat_command(bare_client, {"prompt": "what now", "sessionId": session})
+    await bare_client.wait_for_event(
+        lambda e: e["kind"] == "done" and e["runId"] == follow["runId"])
+    told = last_user_message(model.requests[-1].body)
+    assert "the editor said your last changes were applied, but kept 1 of 2 changes" in told
+    assert "the person kept 1 of your 2 changes to src/ops.py (changes 1)" in told, told

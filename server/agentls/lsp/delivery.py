@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -189,9 +189,12 @@ async def moved_after_answer(ls: ServerContext, sent: Sequence[SentDocument]) ->
 
 async def check_answer(ls: ServerContext, applied: bool, reason: str | None,
                        sent: Sequence[SentDocument],
-                       names: Callable[[Iterable[Path]], str]) -> tuple[bool, str | None, bool]:
+                       names: Callable[[Iterable[Path]], str],
+                       correct: Callable[[], Awaitable[None]] | None = None,
+                       ) -> tuple[bool, str | None, bool]:
     """The truth about an applyEdit answer: ``(applied, reason, stale)``; ``stale`` when a
-    document had moved on, so the edit was (or had to be) skipped."""
+    document had moved on, so the edit was (or had to be) skipped. ``correct`` is called when
+    a trusted answer turns out wrong later (a didChange without the edit)."""
     if applied:
         missing = await not_landed(ls, sent)
         # No didChange at all since the edit (eglot sends its changes only once the command
@@ -199,7 +202,7 @@ async def check_answer(ls: ServerContext, applied: bool, reason: str | None,
         # document's change arrives (DESIGN.md 13), never reported "not applied" before.
         unheard = [s for s in sent if s.path in missing and not moved_on(ls, [s])]
         if unheard:
-            ls.spawn(_check_later(ls, unheard, names))
+            ls.spawn(_check_later(ls, unheard, names, correct))
             missing = [p for p in missing if p not in {s.path for s in unheard}]
         if not missing:
             return True, reason, False
@@ -216,8 +219,10 @@ LATE_CHECK_S = 60.0  # how long an applied edit's didChange is waited for, in th
 
 
 async def _check_later(ls: ServerContext, sent: Sequence[SentDocument],
-                       names: Callable[[Iterable[Path]], str]) -> None:
-    """An applied edit whose documents had not changed yet: once they do, they must hold it."""
+                       names: Callable[[Iterable[Path]], str],
+                       correct: Callable[[], Awaitable[None]] | None) -> None:
+    """An applied edit whose documents had not changed yet: once they do, they must hold it;
+    when one does not, the person is told and the record is corrected (``correct``)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + LATE_CHECK_S
     waiting = list(sent)
@@ -231,6 +236,9 @@ async def _check_later(ls: ServerContext, sent: Sequence[SentDocument],
             log.warning(message)
             ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning,
                                                          message=message))
+            if correct is not None:
+                await correct()
+                return  # the record now says what every file holds
         waiting = [s for s in waiting if s not in arrived]
 
 
@@ -310,7 +318,8 @@ async def deliver(ls: ServerContext, store: SessionStore, outgoing: Outgoing, *,
             reviews = await review_check.read_reviews(ls, sent_changes)
             if review_check.settled(reviews):
                 return _reviewed(reviews, reason)
-        applied, reason, stale = await check_answer(ls, applied, reason, sent, names)
+        applied, reason, stale = await check_answer(ls, applied, reason, sent, names,
+                                                    correct)
         if stale:
             shown = names(sent_paths)
             message = (f"AgentLS: its changes to {shown} did not land: {reason}. Nothing "
@@ -326,6 +335,23 @@ async def deliver(ls: ServerContext, store: SessionStore, outgoing: Outgoing, *,
                          "those files are as they were before your last turn.")
         return record(store, outgoing, Delivery(applied, reason, skipped=skipped, sent=True),
                       notes)
+
+    async def correct() -> None:
+        """An ``applied: true`` answer trusted before the documents changed, which a late
+        didChange contradicts: the record is made again from what the documents hold (per
+        file and hunk), with notes for the model's next turn."""
+        reviews = await review_check.read_reviews(ls, sent_changes)
+        if all(r.state == "kept" for r in reviews):
+            return
+        text = review_check.summary(reviews, outgoing.display)
+        partial = tuple(r.record() for r in reviews) if review_check.some_kept(reviews) else ()
+        late_notes = [f"correction: the editor said your last changes were applied, but {text}"
+                      " (read from the documents)."]
+        late_notes += review_check.notes(reviews, outgoing.display)
+        log.info("the record of an applied edit corrected from the documents: %s", text)
+        record(store, outgoing, Delivery(False, f"the editor answered applied, but {text}",
+                                         skipped=skipped, partial=partial, sent=True),
+               late_notes)
 
     def _reviewed(reviews: list[review_check.FileReview], reason: str | None) -> Delivery:
         if not review_check.some_kept(reviews):
