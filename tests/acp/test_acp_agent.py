@@ -393,3 +393,48 @@ async def test_refusal_and_max_tokens_are_the_stop_reason(
     _validated(client)
     if "refusal" in reply:
         assert client.text() == reply["refusal"]
+
+
+async def test_the_models_plan_is_sent_as_plan_updates_and_replayed(
+        server: ReplayServer, project: Path) -> None:
+    def plan(*statuses: str) -> dict[str, object]:
+        steps = ["Read calc.py", "Fix add"]
+        return {"plan": [{"step": s, "status": t} for s, t in zip(steps, statuses, strict=True)]}
+
+    server.load({"steps": [
+        {"match": {"tool_results": False}, "reply": {"text": "Planning.", "tool_calls": [
+            {"id": "p1", "name": "update_plan", "arguments": plan("in_progress", "pending")},
+            {"id": "r1", "name": "read_file", "arguments": {"path": "src/calc.py"}}]}},
+        {"match": {"tool": "read_file"}, "reply": {"tool_calls": [
+            {"id": "p2", "name": "update_plan", "arguments": {"plan": [{"step": "x"}]}}]}},
+        {"match": {"tool": "update_plan"}, "reply": {"tool_calls": [
+            {"id": "p3", "name": "update_plan", "arguments": plan("completed", "completed")}]}},
+        {"match": {"tool": "update_plan"}, "reply": {"text": "Done."}},
+    ]})
+    client = RecordingClient()
+    env = scripted_env(server)
+    async with spawned(client, env, project) as (conn, _):
+        await initialized(conn, client)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        answer = await conn.prompt(session_id=session.session_id,
+                                   prompt=[acp.text_block("plan and fix")])
+    _validated(client)
+    plans = [[(e.content, e.status) for e in u.entries] for u in client.of("plan")]
+    assert plans[0] == [("Read calc.py", "in_progress"), ("Fix add", "pending")]
+    assert plans[-1] == [("Read calc.py", "completed"), ("Fix add", "completed")]
+    # The plan calls are the plan, not tool calls; the malformed one was told to the model.
+    assert {u.tool_call_id for u in client.of("tool_call")} == {"r1"}
+    offered = [t["function"]["name"] for t in server.requests[0].body["tools"]]
+    assert "update_plan" in offered
+    told = json.loads(next(m["content"] for m in server.requests[2].body["messages"]
+                           if m.get("tool_call_id") == "p2"))
+    assert told["error"] == "INVALID_ARGUMENTS"
+    assert answer.stop_reason == "end_turn" and client.text() == "Planning.\n\nDone."
+    again = RecordingClient()
+    async with spawned(again, env, project) as (conn, _):
+        await initialized(conn, again)
+        await conn.load_session(cwd=str(project), session_id=session.session_id,
+                                mcp_servers=[])
+    replayed = [[(e.content, e.status) for e in u.entries] for u in again.of("plan")]
+    assert replayed[0] == plans[0] and replayed[-1] == plans[-1]
+    assert {u.tool_call_id for u in again.of("tool_call")} == {"r1"}

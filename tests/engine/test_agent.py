@@ -527,3 +527,26 @@ async def test_only_recent_sessions_stay_in_memory(harness: Harness,
     again, _ = await harness.run("hello again", session_id=sessions[0])
     assert again.stop_reason == "done"
     assert list(harness.agent._sessions) == [sessions[2], sessions[0]]
+
+
+async def test_update_plan_is_offered_only_to_a_front_end_that_shows_plans(
+        harness: Harness) -> None:
+    plan = {"plan": [{"step": "Read", "status": "completed"},
+                     {"step": "Fix", "status": "in_progress"}]}
+    harness.server.load({"steps": [
+        {"match": {"tool_results": False}, "times": 2, "reply": {"tool_calls": [
+            call("update_plan", "p1", **plan)]}},
+        {"match": {"tool_results": True}, "times": 2, "reply": {"text": "ok"}},
+    ]})
+    plain, _ = await harness.run("go")
+    assert plain.stop_reason == "done"
+    offered = [t["function"]["name"] for t in harness.server.requests[0].body["tools"]]
+    assert "update_plan" not in offered
+    assert tool_results(harness.server.requests[1].body)["p1"]["error"] == "UNKNOWN_TOOL"
+    front = RecordingFrontend()
+    front.shows_plan = True  # type: ignore[attr-defined]
+    result, _ = await harness.run("go", frontend=front)
+    assert result.stop_reason == "done"
+    assert [e.steps for e in front.of("plan")] == [
+        (("Read", "completed"), ("Fix", "in_progress"))]
+    assert tool_results(harness.server.requests[3].body)["p1"]["ok"]

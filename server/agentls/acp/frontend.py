@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acp.schema import (
+    AgentPlanUpdate,
     AllowedOutcome,
     PermissionOption,
+    PlanEntry,
     TerminalToolCallContent,
     ToolCallProgress,
     ToolCallStart,
@@ -29,6 +31,7 @@ from agentls.acp import tool_calls
 from agentls.engine.events import (
     ErrorEvent,
     Event,
+    PlanEvent,
     ReasoningDelta,
     RetryEvent,
     StatusEvent,
@@ -36,6 +39,7 @@ from agentls.engine.events import (
     ToolCallStarted,
     ToolResultEvent,
 )
+from agentls.engine.plan import UPDATE_PLAN
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -54,6 +58,7 @@ Update = Any  # one of the SDK's session update models
 class AcpFrontend:
     interactive = True
     can_ask = True
+    shows_plan = True  # the model gets update_plan; its list goes out as a ``plan`` update
 
     def __init__(self, conn: Client, session_id: str, workspace: Workspace) -> None:
         self.session_id = session_id
@@ -116,6 +121,11 @@ class AcpFrontend:
         elif isinstance(event, ReasoningDelta):  # the model's own thinking, where it streams it
             if event.text:
                 self.send(update_agent_thought_text(event.text))
+        elif isinstance(event, PlanEvent):
+            self.send(plan_update(event.steps))
+        elif isinstance(event, (ToolCallStarted, ToolResultEvent)) and \
+                event.name == UPDATE_PLAN:
+            pass  # shown as the plan itself, not as a tool call
         elif isinstance(event, ToolCallStarted):
             self._tool_started(event)
         elif isinstance(event, ToolResultEvent):
@@ -202,6 +212,12 @@ class AcpFrontend:
         """Let the queued updates go out before a request (the dialog shows after them)."""
         while not self._queue.empty() and not self._sender.done():
             await asyncio.sleep(0)
+
+
+def plan_update(steps: Sequence[tuple[str, str]]) -> AgentPlanUpdate:
+    return AgentPlanUpdate(session_update="plan", entries=[
+        PlanEntry(content=step, priority="medium", status=status)
+        for step, status in steps])
 
 
 def client_reader(conn: Client, session_id: str) -> Callable[[Path], str | None]:

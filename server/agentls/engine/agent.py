@@ -45,6 +45,7 @@ from agentls.engine.history import (
     trim_harder,
 )
 from agentls.engine.mcp_tools import mcp_tools_for_run, secret_env, wanted
+from agentls.engine.plan import UPDATE_PLAN_SPEC
 from agentls.engine.queue import SessionQueue
 from agentls.engine.related_code import related_section
 from agentls.engine.run_request import RunRequest as RunRequest  # where front doors found it
@@ -364,6 +365,8 @@ class Agent:
         )
         specs = [ToolSpec(s.name, s.description, s.parameters) for s in toolbox.schemas()]
         specs.append(ASK_USER_SPEC)
+        if getattr(frontend, "shows_plan", False):  # the front-end shows a checklist (ACP)
+            specs.append(UPDATE_PLAN_SPEC)
         max_iterations = request.max_iterations or self.settings.max_iterations
         continuations = 0
         key = (backend.name, run.model or backend.model)

@@ -18,7 +18,7 @@ from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
 TOOL_CALL_ID: ContextVar[str | None] = ContextVar("agentls_tool_call_id", default=None)
 
 EventKind = Literal["turn", "text", "reasoning", "toolCall", "toolResult", "status", "retry",
-                    "edit", "done", "error"]
+                    "edit", "done", "error", "plan"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +77,15 @@ class ToolResultEvent(Event):
     summary: str = ""
     output: str = ""  # what a command printed, for front-ends that show it (ACP tool content)
     kind: EventKind = "toolResult"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanEvent(Event):
+    """The model's whole task list (``update_plan``, engine/plan.py), replacing the last one;
+    only for a front-end that says ``shows_plan``."""
+
+    steps: tuple[tuple[str, str], ...] = ()  # (step, pending | in_progress | completed)
+    kind: EventKind = "plan"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,7 +155,8 @@ class Frontend(Protocol):
     says the front-end cannot show questions at all, so ``ask_user`` tells the model to
     decide itself instead of reporting a dismissed question. ``command_runner`` (optional,
     a ``tools.shell.CommandRunner``) runs sandboxed commands' argv elsewhere (the ACP
-    client's terminal) instead of in the engine's own process."""
+    client's terminal) instead of in the engine's own process. ``shows_plan = True``
+    (optional) offers the model ``update_plan`` and sends the front-end ``PlanEvent``s."""
 
     interactive: bool
 

@@ -15,10 +15,12 @@ from typing import Any
 from agentls.engine.events import (
     TOOL_CALL_ID,
     Frontend,
+    PlanEvent,
     StatusEvent,
     ToolCallStarted,
     ToolResultEvent,
 )
+from agentls.engine.plan import UPDATE_PLAN, plan_result, plan_steps
 from agentls.engine.sessions import SessionStore
 from agentls.engine.turns import RunState, append_message
 from agentls.llm.messages import Message, ToolCall, ToolSpec
@@ -99,6 +101,14 @@ async def _call(call: ToolCall, toolbox: ToolBox, frontend: Frontend,
         frontend.on_event(ToolResultEvent(call_id=call.id, name=call.name,
                                           ok=bool(result["ok"]), summary=result_summary(result)))
         return text
+    if call.name == UPDATE_PLAN and getattr(frontend, "shows_plan", False):
+        steps = plan_steps(call)
+        result = steps if isinstance(steps, dict) else plan_result(steps)
+        if not isinstance(steps, dict):
+            frontend.on_event(PlanEvent(steps=tuple(steps)))
+        frontend.on_event(ToolResultEvent(call_id=call.id, name=call.name,
+                                          ok=bool(result["ok"]), summary=result_summary(result)))
+        return to_json(result)
     token = TOOL_CALL_ID.set(call.id)
     try:
         outcome: ToolOutcome = await toolbox.call(call.name, call.arguments)

@@ -24,11 +24,11 @@ from agentls.llm.backend import (
     retry_after_from_headers,
 )
 from agentls.llm.cache import ResponseCache, request_key
+from agentls.llm.finish import finish_of, refusal_of
 from agentls.llm.messages import (
     ChatChunk,
     ChatRequest,
     ChatResponse,
-    FinishReason,
     ToolCall,
     Usage,
 )
@@ -47,13 +47,6 @@ log = logging.getLogger(__name__)
 # the person's OpenAI key to a local server.
 NO_KEY = "no-key-required"
 
-_FINISH_REASONS: dict[str, FinishReason] = {
-    "stop": "stop",
-    "length": "length",
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-    "content_filter": "content_filter",
-}
 
 
 @dataclass
@@ -91,10 +84,8 @@ class StreamAssembler:
                     self.reasoning += thought
                 if delta.content:
                     delta_text += delta.content
-                refusal = getattr(delta, "refusal", None)
-                if isinstance(refusal, str) and refusal:  # shown and kept as the answer
-                    self.refused = True
-                    delta_text += refusal
+                if refusal := refusal_of(delta):  # shown and kept as the answer
+                    self.refused, delta_text = True, delta_text + refusal
                 for part in delta.tool_calls or ():
                     slot = self.calls.setdefault(part.index, _ToolCallParts())
                     if part.id:
@@ -120,8 +111,7 @@ class StreamAssembler:
         return ChatResponse(
             text="".join(self.text),
             tool_calls=self.tool_calls(),
-            finish_reason="refusal" if self.refused else _FINISH_REASONS.get(
-                self.finish_reason or "stop", "stop"),
+            finish_reason=finish_of(self.finish_reason, self.refused),
             usage=self.usage,
             model=self.model,
         )
@@ -317,13 +307,11 @@ class OpenAICompatBackend:
             for i, c in enumerate(choice.message.tool_calls or ())
             if getattr(c, "function", None) is not None
         ]
-        refusal = getattr(choice.message, "refusal", None)
-        refused = isinstance(refusal, str) and bool(refusal)
+        refusal = refusal_of(choice.message)
         return ChatResponse(
-            text=choice.message.content or (refusal if refused else "") or "",
+            text=choice.message.content or refusal,
             tool_calls=calls,
-            finish_reason="refusal" if refused else _FINISH_REASONS.get(
-                choice.finish_reason or "stop", "stop"),
+            finish_reason=finish_of(choice.finish_reason, bool(refusal)),
             usage=_usage(raw.usage) if raw.usage else Usage(),
             model=raw.model or params["model"],
         ).redacted()
