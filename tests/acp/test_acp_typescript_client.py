@@ -78,5 +78,27 @@ def test_typescript_client_cancels_then_lists_and_loads(server: ReplayServer,
     assert report["stopReason"] == "cancelled"
     assert report["rawUpdates"] == len(report["updates"])  # all passed the SDK's schema
     assert report["listed"] is True
-    # The stored session replays its request (the engine keeps no text of a cancelled answer).
+    # The stored session replays its request, the answer as far as it came, and the note
+    # that it was cancelled there.
     assert report["replayed"][0] == "user_message_chunk"
+    assert report["replayed"][-2:] == ["agent_message_chunk", "agent_thought_chunk"]
+
+
+def test_typescript_client_runs_the_sandboxed_command_in_its_terminal(
+        server: ReplayServer, tmp_path: Path) -> None:
+    project = make_project(tmp_path / "project")
+    server.load({"models": ["scripted-model", "other-model"], "steps": read_edit_run_steps()})
+    report = _drive(server, project, "terminal")
+    assert report["stopReason"] == "end_turn"
+    assert report["rawUpdates"] == len(report["updates"])  # all passed the SDK's schema
+    [terminal] = report["terminals"]
+    # The engine's own command line: the memory limit, then bubblewrap, then the command.
+    assert terminal["argv"][:2] == ["/bin/sh", "-c"] and "--unshare-net" in terminal["argv"]
+    assert terminal["argv"][-1] == "grep -c 'a + b' src/calc.py"
+    assert terminal["cwd"] == str(project) and terminal["released"]
+    assert terminal["exit"] == {"exitCode": 0, "signal": None} and not terminal["killed"]
+    shown = [c for u in report["updates"] if u["sessionUpdate"] == "tool_call_update"
+             and u["toolCallId"] == "c4" for c in u.get("content") or []]
+    assert {"type": "terminal", "terminalId": "term-1"} in shown
+    told = [m for m in server.requests[-1].body["messages"] if m.get("tool_call_id") == "c4"]
+    assert json.loads(told[0]["content"])["stdout"].startswith("1\n")  # saw the pending edit

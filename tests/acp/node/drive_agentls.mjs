@@ -1,6 +1,7 @@
 // Drives `agentls acp` (a real process) with the official TypeScript ACP SDK, a client no
 // one on the AgentLS team wrote. Usage: node drive_agentls.mjs <python> <project> <reply>
-// where <reply> is "allow", "reject" or "cancel" (cancel mid-stream, then list and load). Prints one JSON report on stdout; the Python test
+// where <reply> is "allow", "reject", "terminal" (allow, with a terminal that really runs
+// what it is given) or "cancel" (cancel mid-stream, then list and load). Prints one JSON report on stdout; the Python test
 // (tests/acp/test_acp_typescript_client.py) checks it. The model is the scripted one.
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
@@ -33,6 +34,15 @@ const stream = acp.ndJsonStream(Writable.toWeb(agent.stdin), tapped);
 const updates = [];
 const permissions = [];
 const writes = [];
+// The client's terminals: the command really runs; stdout and stderr as one output, the
+// oldest bytes dropped past outputByteLimit, as the protocol says.
+const terminals = new Map();
+function killTerminal(t) {
+  if (t.exit === null) {
+    t.killed = true;
+    try { process.kill(-t.child.pid, "SIGKILL"); } catch { /* already gone */ }
+  }
+}
 const app = acp
   .client()
   .onNotification("session/update", ({ params }) => {
@@ -40,9 +50,50 @@ const app = acp
   })
   .onRequest("session/request_permission", ({ params }) => {
     permissions.push(params);
-    const wanted = reply === "allow" ? "apply_all" : "reject_all";
+    const wanted = reply === "reject" ? "reject_all" : "apply_all";
     const option = params.options.find((o) => o.optionId === wanted) ?? params.options[0];
     return { outcome: { outcome: "selected", optionId: option.optionId } };
+  })
+  .onRequest("terminal/create", ({ params }) => {
+    const terminalId = `term-${terminals.size + 1}`;
+    const child = spawn(params.command, params.args ?? [], {
+      cwd: params.cwd ?? undefined, detached: true, stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...Object.fromEntries((params.env ?? []).map((v) => [v.name, v.value])) },
+    });
+    const t = { argv: [params.command, ...(params.args ?? [])], cwd: params.cwd, child,
+                output: Buffer.alloc(0), truncated: false, exit: null, killed: false, released: false };
+    const add = (chunk) => {
+      t.output = Buffer.concat([t.output, chunk]);
+      const limit = params.outputByteLimit;
+      if (limit != null && t.output.length > limit) {
+        t.output = t.output.subarray(t.output.length - limit);
+        t.truncated = true;
+      }
+    };
+    child.stdout.on("data", add);
+    child.stderr.on("data", add);
+    t.exited = new Promise((resolve) => child.on("close", (code, signal) => {
+      t.exit = { exitCode: code, signal };
+      resolve(t.exit);
+    }));
+    terminals.set(terminalId, t);
+    return { terminalId };
+  })
+  .onRequest("terminal/output", ({ params }) => {
+    const t = terminals.get(params.terminalId);
+    return { output: t.output.toString("utf8"), truncated: t.truncated,
+             ...(t.exit === null ? {} : { exitStatus: t.exit }) };
+  })
+  .onRequest("terminal/wait_for_exit", ({ params }) => terminals.get(params.terminalId).exited)
+  .onRequest("terminal/kill", ({ params }) => {
+    killTerminal(terminals.get(params.terminalId));
+    return {};
+  })
+  .onRequest("terminal/release", ({ params }) => {
+    const t = terminals.get(params.terminalId);
+    killTerminal(t);
+    t.released = true;
+    return {};
   })
   .onRequest("fs/write_text_file", async ({ params }) => {
     writes.push(params.path);
@@ -77,7 +128,8 @@ const report = await app.connectWith(stream, async (ctx) => {
   if (reply === "cancel") return cancelRun(ctx);
   const init = await ctx.request("initialize", {
     protocolVersion: acp.PROTOCOL_VERSION,
-    clientCapabilities: { fs: { readTextFile: false, writeTextFile: true }, terminal: false },
+    clientCapabilities: { fs: { readTextFile: false, writeTextFile: true },
+                          terminal: reply === "terminal" },
   });
   const session = await ctx.request("session/new", { cwd: project, mcpServers: [] });
   const modelOption = session.configOptions.find((o) => o.id === "model");
@@ -104,6 +156,9 @@ const report = await app.connectWith(stream, async (ctx) => {
     permissions,
     writes,
     unknownSession,
+    terminals: [...terminals.values()].map((t) => ({
+      argv: t.argv, cwd: t.cwd, exit: t.exit, killed: t.killed, released: t.released,
+    })),
   };
 });
 // Let the last notifications drain through the tap before counting.
