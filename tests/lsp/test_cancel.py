@@ -40,6 +40,11 @@ async def assert_stopped_early(client: AgentClient, model: ReplayServer, run_id:
     streamed = "".join(e["text"] for e in client.events(run_id, "text"))
     assert streamed and LONG_TEXT.startswith(streamed) and len(streamed) < len(LONG_TEXT)
     assert client.edits == [] and not (project / "src" / "new.py").exists()
+    # The history keeps the answer as far as it came, in a turn marked cancelled.
+    page = await client.send("agentls/turns", {"sessionId": done["sessionId"]})
+    cut = page["turns"][-1]
+    assert cut["outcome"] == "cancelled"
+    assert [s["text"] for s in cut["steps"] if s["kind"] == "text"] == [streamed]
     after = await client.chat("after that", sessionId=done["sessionId"])  # the session is free
     assert after["text"] == "Still here."
     sent = model.requests[-1].body["messages"]
