@@ -3,7 +3,9 @@
 The official Python ACP SDK's client side starts `agentls acp` as an editor would, opens a
 session on a sample project, sends a prompt and prints every session/update as it arrives;
 the review's permission request is answered "apply all", and the files are written through
-the client's fs/write_text_file, as in Zed. The model is the scripted server
+the client's fs/write_text_file, as in Zed. The client offers a terminal: the sandboxed
+command runs there (the command line AgentLS hands over is printed), and the model's plan
+shows as a checklist. The model is the scripted server
 (agentls.devtools.replay) answering from devtools/scripts/demo_acp.yaml.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -20,11 +23,18 @@ from acp.interfaces import Client
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    CreateTerminalResponse,
     FileSystemCapabilities,
+    KillTerminalResponse,
+    ReleaseTerminalResponse,
     RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
 from rich.console import Console
+from rich.markup import escape
 
 import acp
 from agentls.devtools.replay import ReplayServer
@@ -51,13 +61,63 @@ class PrintingClient:
                     console.print(f"  [green]diff[/green] {Path(block.path).name}: "
                                   f"{(block.old_text or '').strip()!r} -> "
                                   f"{block.new_text.strip()!r}")
+                elif block.type == "terminal":
+                    console.print(f"  [green]terminal[/green] {block.terminal_id} shown live")
                 elif block.type == "content":
                     console.print(f"  [dim]{block.content.text.strip()[:200]}[/dim]")
             console.print(f"  [yellow]tool_call_update[/yellow] {update.tool_call_id}: "
                           f"{update.status}")
+        elif kind == "plan":
+            marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+            console.print("\n  [magenta]plan[/magenta]")
+            for entry in update.entries:
+                console.print(escape(f"    {marks.get(entry.status, '[ ]')} {entry.content}"))
         elif kind == "available_commands_update":
             names = ", ".join(f"/{c.name}" for c in update.available_commands)
             console.print(f"  [dim]slash commands offered: {names}[/dim]")
+
+    def __init__(self) -> None:
+        self.terminals: dict[str, asyncio.subprocess.Process] = {}
+
+    async def create_terminal(self, session_id: str, command: str, args: list[str] | None = None,
+                              cwd: str | None = None, **_: Any) -> CreateTerminalResponse:
+        argv = [command, *(args or [])]
+        wrapped = "bwrap" if any(a.endswith("bwrap") for a in argv) else "(no bwrap!)"
+        console.print(f"\n  [bold]terminal/create[/bold] "
+                      f"{escape(f'{argv[0]} ... {wrapped} ... -- ' + ' '.join(argv[-3:]))}")
+        process = await asyncio.create_subprocess_exec(
+            *argv, cwd=cwd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            stdin=asyncio.subprocess.DEVNULL, start_new_session=True)
+        terminal_id = f"term-{len(self.terminals) + 1}"
+        self.terminals[terminal_id] = process
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str,
+                                     **_: Any) -> WaitForTerminalExitResponse:
+        code = await self.terminals[terminal_id].wait()
+        return WaitForTerminalExitResponse(exit_code=code if code >= 0 else None)
+
+    async def terminal_output(self, session_id: str, terminal_id: str,
+                              **_: Any) -> TerminalOutputResponse:
+        process = self.terminals[terminal_id]
+        assert process.stdout is not None
+        output = (await process.stdout.read()).decode(errors="replace")
+        console.print(f"  [dim]terminal output: {escape(output.strip())}[/dim]")
+        code = process.returncode
+        status = None if code is None else TerminalExitStatus(exit_code=max(code, 0))
+        return TerminalOutputResponse(output=output, truncated=False, exit_status=status)
+
+    async def kill_terminal(self, session_id: str, terminal_id: str,
+                            **_: Any) -> KillTerminalResponse:
+        process = self.terminals[terminal_id]
+        if process.returncode is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        return KillTerminalResponse()
+
+    async def release_terminal(self, session_id: str, terminal_id: str,
+                               **_: Any) -> ReleaseTerminalResponse:
+        await self.kill_terminal(session_id, terminal_id)
+        return ReleaseTerminalResponse()
 
     async def request_permission(self, session_id: str, tool_call: Any, options: list[Any],
                                  **_: Any) -> RequestPermissionResponse:
@@ -82,7 +142,8 @@ async def run_demo(project: Path, env: dict[str, str]) -> None:
         init = await conn.initialize(
             protocol_version=acp.PROTOCOL_VERSION,
             client_capabilities=ClientCapabilities(
-                fs=FileSystemCapabilities(read_text_file=False, write_text_file=True)))
+                fs=FileSystemCapabilities(read_text_file=False, write_text_file=True),
+                terminal=True))
         console.print(f"initialize: protocol {init.protocol_version}, agent "
                       f"{init.agent_info.title if init.agent_info else '?'}")
         session = await conn.new_session(cwd=str(project), mcp_servers=[])
