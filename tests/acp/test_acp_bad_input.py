@@ -129,6 +129,25 @@ async def test_huge_prompt_is_trimmed_with_a_note(server: ReplayServer, project:
     assert len(server.requests[0].last_user_message) < 250_000
 
 
+async def test_an_image_is_not_offered_and_one_sent_anyway_is_left_out_with_a_note(
+        server: ReplayServer, project: Path) -> None:
+    server.load({"steps": [{"reply": {"text": "ok"}}]})
+    client = RecordingClient()
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        init = await initialized(conn, client)
+        assert init.agent_capabilities.prompt_capabilities.image is False
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        answer = await conn.prompt(session_id=session.session_id, prompt=[
+            acp.text_block("what is in this picture?"),
+            acp.image_block("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNk"
+                            "YAAAAAYAAjCB0C8AAAAASUVORK5CYII=", "image/png")])
+    assert answer.stop_reason == "end_turn"
+    thoughts = "".join(u.content.text for u in client.of("agent_thought_chunk"))
+    assert "the image was not sent to the model" in thoughts and "describe it" in thoughts
+    sent = server.requests[0].body["messages"][-1]
+    assert isinstance(sent["content"], str) and "iVBOR" not in sent["content"]
+
+
 async def test_embedded_resource_is_read_as_the_editor_has_it(server: ReplayServer,
                                                               project: Path) -> None:
     server.load({"steps": [{"reply": {"text": "seen"}}]})

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acp.schema import (
+    AudioContentBlock,
     EmbeddedResourceContentBlock,
+    ImageContentBlock,
     ResourceContentBlock,
     TextContentBlock,
     TextResourceContents,
@@ -82,6 +84,10 @@ def prompt_parts(blocks: list[Any], workspace: Workspace) -> tuple[str, Any, lis
             else:
                 notes.append(f"{resource.uri} was not sent to the model: only text resources "
                              "are supported")
+        elif isinstance(block, (ImageContentBlock, AudioContentBlock)):
+            notes.append(f"the {block.type} was not sent to the model: AgentLS sends models "
+                         "text and files only (its prompt capabilities say so); describe it in "
+                         "words, or attach the file it shows")
         else:
             notes.append(f"a {getattr(block, 'type', 'content')} block was not sent to the "
                          "model: AgentLS takes text and files")
