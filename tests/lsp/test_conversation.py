@@ -243,6 +243,10 @@ async def test_reopened_history_equals_what_was_shown_live_turn_by_turn(
     assert _answer(shown[0]) == "Let me read it.\n\nIt subtracts."
     assert [c["name"] for c in _calls(shown[0])] == ["read_file", "read_file"]
     assert _calls(shown[0])[1]["ok"] is False
+    # What the model says after its edit is a claim until the review ends, live and reopened
+    # alike (the review's outcome line follows it); what it said before is as it was.
+    assert _answer(shown[1]) == "Fixed.\n\nproposed: Done."
+    assert _calls(shown[1])[0]["summary"] == "proposed (path: src/calc.py)"
     # The steps are the one place of the answer and the calls: no copies beside them.
     assert all("text" not in t and "toolCalls" not in t for t in shown)
     # the note about the rejected edit is a field, never the person's words

@@ -90,6 +90,9 @@ def test_keep_one_of_two_hunks(editor: Editor, model: ReplayServer, project: Pat
     assert "edit partly applied: kept 1 of 2 changes in src/math.txt" in text
     # Until the review ended the edit was only proposed, and the transcript says so.
     assert "✓ proposed (path: src/math.txt)" in text and "✓ ok (path: src/math.txt)" not in text
+    # So is the model's own claim, above the outcome line.
+    assert "proposed: Renamed two lines." in text.splitlines(), text
+    editor.capture("review-outcome")
     assert not editor.lua("return vim.bo[...].modified", bufnr)
     # No marks or review keys left behind.
     assert editor.lua("return #vim.api.nvim_buf_get_extmarks(..., -1, 0, -1, {})", bufnr) == 0

@@ -3,7 +3,8 @@
 A turn is one request of the person and everything the run did for it: the person's own
 words (never the prompt AgentLS built around them), the chips of what was attached, what was
 refused, the notes AgentLS gave the model (a rejected edit, say) as a field of their own, the
-assistant's text, each tool call with its short summary, the files changed, the run's
+assistant's text (after a proposed change, "proposed: …" as it streamed: a claim until the
+review's outcome line), each tool call with its short summary, the files changed, the run's
 outcome, the model that answered and when it started and ended. Clients render these
 records and derive nothing from stored rows.
 
@@ -19,7 +20,7 @@ from typing import Any
 
 from agentls.engine import review_notes
 from agentls.engine.sessions import SessionStore
-from agentls.engine.tool_dispatch import as_proposed, shown_result
+from agentls.engine.tool_dispatch import ProposedClaims, as_proposed, shown_result
 
 MAX_ARGUMENT_CHARS = 300
 _LEGACY_REQUEST = "\n\n# Request\n\n"
@@ -79,7 +80,7 @@ def _new_turn(index: int, row: tuple[Any, ...]) -> dict[str, Any]:
                  "trimmed": list(meta.get("trimmed") or [])},
         "model": meta.get("model"), "backend": meta.get("backend"), "mode": meta.get("mode"),
         "steps": [], "outcome": meta.get("outcome"), "startedAt": created_at,
-        "endedAt": meta.get("ended_at"),
+        "endedAt": meta.get("ended_at"), "claims": ProposedClaims(),
     }
 
 
@@ -109,8 +110,8 @@ def _add(turn: dict[str, Any], row: tuple[Any, ...],
         if content:
             if glue and steps and steps[-1]["kind"] == "text":
                 steps[-1]["text"] += content
-            else:
-                steps.append({"kind": "text", "text": content})
+            else:  # after a proposed change: "proposed: …", as it streamed
+                steps.append({"kind": "text", "text": turn["claims"].text(content)})
         if metadata:
             model = json.loads(metadata).get("model")
             if model:
@@ -130,6 +131,7 @@ def _add(turn: dict[str, Any], row: tuple[Any, ...],
         else:
             ok, summary = shown_result(content or "")
             step["ok"], step["summary"] = ok, summary
+        turn["claims"].tool_result(step["name"], bool(step["ok"]), step["summary"])
         step["summary"] = as_proposed(step["name"], bool(step["ok"]), step["summary"])
         turn["lastAt"] = created_at
 
@@ -141,6 +143,7 @@ def _short(arguments: str) -> str:
 
 def _finish(turn: dict[str, Any]) -> None:
     turn.pop("glue", None)
+    turn.pop("claims", None)
     last = turn.pop("lastAt", None)
     if turn["endedAt"] is None:
         turn["endedAt"] = last

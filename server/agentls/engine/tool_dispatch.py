@@ -189,14 +189,48 @@ def shown_result(text: str) -> tuple[bool, str]:
     return bool(result.get("ok")), result_summary(result)
 
 
+def proposes_change(name: str, ok: bool, summary: str) -> bool:
+    """Whether a tool result is a change put in the ChangeSet, proposed to the person."""
+    from agentls.engine.modes import EDIT_TOOLS
+
+    return ok and name in EDIT_TOOLS and summary.startswith("ok")
+
+
 def as_proposed(name: str, ok: bool, summary: str) -> str:
     """A change tool's "ok" as an editor shows it before the review ends: "proposed"
     (DESIGN.md 13: the change lands only once the person has kept it)."""
-    from agentls.engine.modes import EDIT_TOOLS
-
-    if ok and name in EDIT_TOOLS and summary.startswith("ok"):
+    if proposes_change(name, ok, summary):
         return "proposed" + summary[2:]
     return summary
+
+
+PROPOSED_CLAIM = "proposed: "
+
+
+class ProposedClaims:
+    """The model's own text after it proposed a change ("Fixed add() ...") as an editor
+    shows it: "proposed: Fixed add() ...", since nothing has landed until the person keeps it
+    (DESIGN.md 13); the outcome line after the review says what did. Fed one turn's tool
+    results and text in order (streamed deltas, or stored steps): each text step after the
+    turn's first proposed change starts with the mark, once."""
+
+    def __init__(self) -> None:
+        self.proposed = False  # a change was proposed earlier in the turn
+        self._marked = True  # the current text step has its mark (or needs none)
+
+    def tool_result(self, name: str, ok: bool, summary: str) -> None:
+        self.proposed = self.proposed or proposes_change(name, ok, summary)
+        self._marked = not self.proposed  # the next text is a new step
+
+    def text(self, text: str) -> str:
+        """``text`` (a delta or a whole step), marked where the step's words begin."""
+        if self._marked:
+            return text
+        start = len(text) - len(text.lstrip())
+        if start == len(text):
+            return text  # only blank lines so far: the words come in a later delta
+        self._marked = True
+        return text[:start] + PROPOSED_CLAIM + text[start:]
 
 
 def result_summary(result: dict[str, Any]) -> str:

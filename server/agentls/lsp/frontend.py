@@ -18,9 +18,10 @@ from agentls.engine.events import (
     ReasoningDelta,
     RetryEvent,
     StatusEvent,
+    TextDelta,
     ToolResultEvent,
 )
-from agentls.engine.tool_dispatch import as_proposed
+from agentls.engine.tool_dispatch import ProposedClaims, as_proposed
 from agentls.lsp import approvals
 from agentls.lsp.protocol import CHAT_EVENT, chat_event
 
@@ -41,6 +42,7 @@ class LspFrontend:
         self.finished = False
         self._ls = ls
         self._seq = 0
+        self._claims = ProposedClaims()  # the model's text after a proposed change
 
     def emit(self, kind: str, **fields: Any) -> None:
         self._seq += 1
@@ -65,6 +67,9 @@ class LspFrontend:
             fields["text"] = event.text
         if isinstance(event, ToolResultEvent):  # a change lands once reviewed (DESIGN.md 13)
             fields["summary"] = as_proposed(event.name, event.ok, event.summary)
+            self._claims.tool_result(event.name, event.ok, event.summary)
+        if isinstance(event, TextDelta):  # and so does what the model says it did
+            fields["text"] = self._claims.text(event.text)
         self.emit(event.kind, **fields)
         status = _status_of(event, fields)
         if status and self.progress is not None:
