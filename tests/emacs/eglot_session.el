@@ -11,8 +11,8 @@
 ;;
 ;; Environment: AGENTLS_EGLOT_SERVER (JSON list: the server's command line),
 ;; AGENTLS_EGLOT_OPTIONS (JSON: initializationOptions), AGENTLS_EGLOT_FILE (the file to
-;; open), AGENTLS_EGLOT_OUT (the report), AGENTLS_EGLOT_TIMEOUT (jsonrpc's request timeout
-;; in seconds; eglot's is 10, the test shortens it and the scripted run with it).
+;; open), AGENTLS_EGLOT_OUT (the report).  eglot's request timeout is its own (jsonrpc's
+;; 10 s); the scripted chat takes longer than that.
 
 (require 'package)
 (package-initialize)  ; Debian's elpa-eglot lives in /usr/share/emacs/site-lisp/elpa
@@ -65,9 +65,6 @@
   ;; Batch Emacs has no one to answer: recorded and dismissed (the test expects none).
   (push message agentls-test--prompts)
   :null)
-
-(setq jsonrpc-default-request-timeout
-      (string-to-number (agentls-test--env "AGENTLS_EGLOT_TIMEOUT")))
 
 ;; --- Helpers -------------------------------------------------------------------------------
 
@@ -198,6 +195,7 @@ the didChange.  Batch Emacs never goes idle, so its timer is run here."
           (insert (json-serialize
                    (list :emacs emacs-version
                          :eglot (package-version-join (package-desc-version (cadr (assq (quote eglot) package-alist))))
+                         :requestTimeout jsonrpc-default-request-timeout
                          :menu (vconcat menu)
                          :buffer text
                          :records (vconcat records)
