@@ -22,9 +22,11 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from agentls.devtools.search_eval import Labelled, Quality, evaluate, load_queries
 from agentls.tools.semantic.index import SemanticIndex
+from agentls.tools.semantic.rerank import RERANK_CANDIDATES
 from agentls.tools.semantic.service import WorkspaceSearch
 from agentls.tools.workspace import Workspace
 from bench.harness import Figure, ms
@@ -306,15 +308,72 @@ def _recall_figures() -> list[Figure]:
     return figures
 
 
+def _fresh_install_quality(tmp: Path, empty_cache: Path) -> list[Figure]:
+    """Recall of the default a new user gets on both labelled sets: the static vectors with
+    all-MiniLM-L6-v2 re-ranking their first candidates (interactive searches), and the static
+    order alone (completions, chat context; or without the local extra); per-query latency,
+    the first query (the worker starts, torch loads) apart."""
+    from agentls.config import IndexConfig
+    from agentls.engine.search_index import make_reranker
+    from agentls.tools.semantic.embedding import StaticEmbedder
+
+    embedder = StaticEmbedder(empty_cache)
+    reranker = make_reranker(IndexConfig(), embedder)
+    root = tmp / "fresh-labelled"
+    shutil.copytree(WORKSPACES / "semantic_repo", root)
+    search = WorkspaceSearch(SemanticIndex(Workspace([root]), embedder), reranker)
+    search.update()
+    figures: list[Figure] = []
+    try:
+        for label, name in (("labelled", "semantic_queries.json"),
+                            ("held_out", "semantic_queries_heldout.json")):
+            queries = load_queries(WORKSPACES / name)
+            static = _quality(search, queries, False)
+            figures.append(Figure(f"recall_at_5_{label}_static_order_only (completions, chat "
+                                  f"context; {len(queries)} queries)", static.recall_at_5,
+                                  "ratio"))
+            if reranker is None:
+                print("the local extra is missing: no re-ranking", file=sys.stderr)
+                continue
+            times: list[float] = []
+
+            def timed(query: str, times: list[float] = times) -> list[Any]:
+                start = time.perf_counter()
+                hits = search.search(query, 10, interactive=True).hits
+                times.append(time.perf_counter() - start)
+                return hits
+
+            quality = evaluate(timed, queries)
+            pre = "" if label == "labelled" else "held_out_"
+            figures.append(Figure(
+                f"recall_at_5_{pre}fresh_install_default (auto = static vectors built at "
+                f"install, first {RERANK_CANDIDATES} re-ranked by all-MiniLM-L6-v2; keywords "
+                f"only before: 0.15; {len(queries)} queries)", quality.recall_at_5, "ratio",
+                baseline=static.recall_at_5, goal=">= 0.9", met=quality.recall_at_5 >= 0.9))
+            figures.append(Figure(f"mrr_{pre}fresh_install_default", quality.mrr, "ratio",
+                                  baseline=static.mrr))
+            if label == "labelled":
+                figures.append(Figure("search_first_query_fresh_install_default_s (worker "
+                                      "start, torch and model load, 20 chunks)", times[0], "s"))
+            warm = statistics.median(times[1:])
+            figures.append(Figure(f"search_warm_query_{pre}fresh_install_default_ms (median; "
+                                  "re-ranking included)", ms(warm), "ms", goal="<= 1000 ms",
+                                  met=ms(warm) <= 1000))
+    finally:
+        search.close()
+    return figures
+
+
 def _fresh_install_figures(corpus: Path, tmp: Path) -> list[Figure]:
     """What a new user gets (issue 30): the default `index.embeddings = auto` with an empty
-    user cache, i.e. the static model `make install` built into the package. Its recall@5 on
-    the labelled set, the first real `agentls index` of the 10,000-file corpus with it, and
+    user cache, i.e. the static model `make install` built into the package, re-ranked by
+    all-MiniLM-L6-v2 in interactive searches. Its recall@5 on the labelled sets, the first
+    real `agentls index` of the 10,000-file corpus with it, a real cold `agentls search`, and
     the install size the model adds."""
     from agentls.config import IndexConfig
     from agentls.engine.search_index import provider_name
     from agentls.tools.semantic.build_static import folder_mb
-    from agentls.tools.semantic.embedding import SHIPPED_STATIC_DIR, StaticEmbedder
+    from agentls.tools.semantic.embedding import SHIPPED_STATIC_DIR
 
     empty_cache = tmp / "fresh-home-cache"
     provider = provider_name(IndexConfig(), empty_cache)
@@ -324,17 +383,7 @@ def _fresh_install_figures(corpus: Path, tmp: Path) -> list[Figure]:
         print(f"fresh install default is {provider!r}: the static model is not built "
               f"(make install)", file=sys.stderr)
         return figures
-    queries = load_queries(WORKSPACES / "semantic_queries.json")
-    root = tmp / "fresh-labelled"
-    shutil.copytree(WORKSPACES / "semantic_repo", root)
-    search = WorkspaceSearch(SemanticIndex(Workspace([root]), StaticEmbedder(empty_cache)))
-    search.update()
-    quality = _quality(search, queries, False)
-    search.close()
-    figures.append(Figure("recall_at_5_fresh_install_default (auto = static model built at "
-                          "install; keywords only before: 0.15)", quality.recall_at_5, "ratio",
-                          baseline=0.15, goal=">= 0.9", met=quality.recall_at_5 >= 0.9))
-    figures.append(Figure("mrr_fresh_install_default", quality.mrr, "ratio"))
+    figures.extend(_fresh_install_quality(tmp, empty_cache))
     shutil.rmtree(corpus / ".agentls", ignore_errors=True)  # the first index, from nothing
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLS_", "XDG_"))}
     env["HOME"] = str(tmp / "fresh-home")
@@ -348,7 +397,49 @@ def _fresh_install_figures(corpus: Path, tmp: Path) -> list[Figure]:
     figures.append(Figure(f"index_first_agentls_index_fresh_install_default_{FILES}_files_s "
                           "(real command, static vectors for every chunk)", elapsed, "s",
                           goal="<= 30 s", met=elapsed <= 30))
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "agentls", "-C", str(corpus), "search",
+                           "--no-update", "--json", "scale the matrix by a factor"],
+                          env=env, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0 or json.loads(done.stdout)["reranked_by"] is None:
+        print(f"agentls search failed or did not re-rank: {done.stdout[-300:]}"
+              f"{done.stderr[-300:]}", file=sys.stderr)
+        return figures
+    figures.append(Figure(f"search_cold_agentls_search_fresh_install_default_{FILES}_files_s "
+                          "(real command: a new process, torch loads, 20 chunks re-ranked)",
+                          elapsed, "s"))
+    figures.extend(_warm_rerank_figures(corpus, empty_cache))
     return figures
+
+
+def _warm_rerank_figures(corpus: Path, empty_cache: Path) -> list[Figure]:
+    """Interactive searches of the 10,000-file index in one process (the language server, an
+    agent run): each query's 20 candidates are mostly chunks not re-ranked before, so every
+    query embeds them; the first query (worker start) apart."""
+    from agentls.config import IndexConfig
+    from agentls.engine.search_index import make_reranker
+    from agentls.tools.semantic.embedding import StaticEmbedder
+
+    embedder = StaticEmbedder(empty_cache)
+    search = WorkspaceSearch(SemanticIndex(Workspace([corpus]), embedder),
+                             make_reranker(IndexConfig(), embedder))
+    queries = ("turn the picture a quarter", "check a signature on the bill",
+               "persist the shopping basket", "decode the network frame",
+               "tally the line items of an order", "empty the pending write memory")
+    times = []
+    try:
+        for query in queries:
+            start = time.perf_counter()
+            result = search.search(query, 8, interactive=True)
+            times.append(time.perf_counter() - start)
+            assert result.reranked_by, result.warning
+    finally:
+        search.close()
+    warm = ms(statistics.median(times[1:]))
+    return [Figure(f"search_warm_query_{FILES}_files_fresh_install_default_ms (median of "
+                   f"{len(times) - 1}; 20 new candidates re-ranked each)", warm, "ms",
+                   goal="<= 1000 ms", met=warm <= 1000)]
 
 
 def run() -> list[Figure]:

@@ -5,7 +5,7 @@ The settings' defaults and each key's shape, for reading settings without pydant
 
 from typing import Any
 
-SOURCE_HASH = 'f504c85b6384412b904cb34e221870f5a5e38cc8450fff3755aa60569e2e516a'
+SOURCE_HASH = 'd672d5576545f7b83b9d1a89812893b38403c53d9b7c944e193259de2249f6c5'
 
 DEFAULTS: dict[str, Any] = {'backend': 'openai',
  'backends': {'openai': {'type': 'openai',
@@ -52,6 +52,7 @@ DEFAULTS: dict[str, Any] = {'backend': 'openai',
            'embedding_base_url': 'http://localhost:11434/v1',
            'embedding_model': 'nomic-embed-text',
            'embedding_api_key_env': None,
+           'rerank': 'auto',
            'chat_context': 0,
            'max_file_kb': 512},
  'permissions': {'tools': {'read_file': 'allow',
@@ -171,6 +172,7 @@ SHAPES: dict[str, Any] = {'backend': {'type': 'str'},
  'index.embedding_base_url': {'type': 'str'},
  'index.embedding_model': {'type': 'str'},
  'index.embedding_api_key_env': {'nullable': True, 'type': 'opaque'},
+ 'index.rerank': {'type': 'choice', 'choices': ['auto', 'off']},
  'index.chat_context': {'type': 'int', 'ge': 0, 'le': 20},
  'index.max_file_kb': {'type': 'int', 'gt': 0},
  'permissions.tools': {'type': 'opaque'},
@@ -225,6 +227,7 @@ KEYS: list[str] = ['backend',
  'index.embedding_base_url',
  'index.embedding_model',
  'index.embedding_api_key_env',
+ 'index.rerank',
  'index.chat_context',
  'index.max_file_kb',
  'permissions.tools.<name>',

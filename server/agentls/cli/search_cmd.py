@@ -34,13 +34,14 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
         return search
     try:
         warnings = [] if args.no_update else search.update().warnings
-        result = search.search(args.query, args.top_k)
+        result = search.search(args.query, args.top_k, interactive=True)
     finally:
         search.close()
     if result.warning:
         warnings.append(result.warning)
     if args.json:
         print(json.dumps({"query": args.query, "mode": result.mode,
+                          "reranked_by": result.reranked_by,
                           "results": [h.to_dict() for h in result.hits],
                           "warnings": warnings}))
     else:
@@ -66,4 +67,6 @@ def _print(result: Any, query: str) -> None:
         console.print(head)
         console.print(Text(hit.snippet), soft_wrap=True)
         console.print()
-    console.print(Text(f"{result.mode} search, {result.seconds * 1000:.0f} ms", style="dim"))
+    how = f", re-ranked by {result.reranked_by}" if result.reranked_by else ""
+    console.print(Text(f"{result.mode} search{how}, {result.seconds * 1000:.0f} ms",
+                       style="dim"))

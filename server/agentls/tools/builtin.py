@@ -88,7 +88,7 @@ def _search_semantic_sync(ctx: ToolContext, p: SearchSemanticParams) -> dict[str
     if not index.update_lock.locked():  # a background pass is running: search what is there
         stats = index.update(embed_budget_s=SEARCH_EMBED_BUDGET_S)
         warnings.extend(stats.warnings)
-    result = index.search(p.query, p.top_k)
+    result = index.search(p.query, p.top_k, interactive=True)
     if result.warning:
         warnings.append(result.warning)
     out: dict[str, Any] = {"ok": True, "mode": result.mode,

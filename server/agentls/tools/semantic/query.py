@@ -19,6 +19,7 @@ from agentls.tools.semantic.words import code_words, match_query
 if TYPE_CHECKING:
 
     from agentls.tools.semantic.index import SemanticIndex
+    from agentls.tools.semantic.rerank import Reranker
     from agentls.tools.semantic.vector_cache import VectorCache
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class SearchResult:
     mode: str  # "hybrid" or "bm25"
     warning: str | None
     seconds: float
+    reranked_by: str | None = None  # the model that re-ordered the first candidates
 
 
 def bm25_ranking(conn: sqlite3.Connection, query: str, limit: int = CANDIDATES) -> list[int]:
@@ -119,7 +121,7 @@ def _snippet(text: str, start_line: int, query: str) -> str:
 
 
 def search(index: SemanticIndex, cache: VectorCache, query: str, top_k: int = 8,
-           *, lexical_only: bool = False) -> SearchResult:
+           *, lexical_only: bool = False, reranker: Reranker | None = None) -> SearchResult:
     started = time.perf_counter()
     warning = None
     wants_vectors = index.embedder is not None and not lexical_only
@@ -152,10 +154,38 @@ def search(index: SemanticIndex, cache: VectorCache, query: str, top_k: int = 8,
                        "results only")
             log.warning("semantic search: %s", warning)
     fused = fuse(rankings)
+    reranked_by = None
+    if reranker is not None and mode == "hybrid" and fused:
+        try:
+            fused = _rerank(index, reranker, query, fused)
+            reranked_by = reranker.model
+        except EmbeddingError as exc:
+            warning = (f"the re-ranking model failed ({exc}); these are the static vectors' "
+                       "results")
+            log.warning("semantic search: %s", warning)
     if not _ASKS_FOR_TESTS.intersection(code_words(query)):
         fused = _demote_tests(index, fused)
     hits = _hits(index, fused[:top_k], set(lexical), set(vector), query)
-    return SearchResult(hits, mode, warning, time.perf_counter() - started)
+    return SearchResult(hits, mode, warning, time.perf_counter() - started, reranked_by)
+
+
+def _rerank(index: SemanticIndex, reranker: Reranker, query: str,
+            fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The first RERANK_CANDIDATES of ``fused`` in the reranker's order, then the rest;
+    scores by rank on the fusion's scale (1 / (RRF_K + rank)), so test files are demoted
+    after it as before."""
+    from agentls.tools.semantic.rerank import RERANK_CANDIDATES
+
+    head = [chunk_id for chunk_id, _ in fused[:RERANK_CANDIDATES]]
+    marks = ",".join("?" * len(head))
+    with index.lock:
+        rows = {r[0]: r for r in index.conn.execute(
+            f"SELECT c.id, c.hash, f.path, c.symbol, c.text FROM chunks c "
+            f"JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})", head)}
+    ordered = [chunk_id for chunk_id, _ in
+               reranker.order(query, [rows[c] for c in head if c in rows])]
+    ordered += [chunk_id for chunk_id, _ in fused[len(head):]]
+    return [(chunk_id, 1.0 / (RRF_K + rank)) for rank, chunk_id in enumerate(ordered, 1)]
 
 
 def is_test_path(path: str) -> bool:

@@ -10,19 +10,26 @@ from pathlib import Path
 
 from agentls.tools.semantic.index import Progress, SemanticIndex, UpdateStats
 from agentls.tools.semantic.query import SearchResult, search
+from agentls.tools.semantic.rerank import Reranker
 from agentls.tools.semantic.vector_cache import VectorCache
 
 
 class WorkspaceSearch:
-    """An index plus the vectors loaded for search."""
+    """An index plus the vectors loaded for search, and the reranker interactive searches
+    use (``agentls search``, the agent's ``search_semantic``), if any."""
 
-    def __init__(self, index: SemanticIndex) -> None:
+    def __init__(self, index: SemanticIndex, reranker: Reranker | None = None) -> None:
         self.index = index
+        self.reranker = reranker
         self.cache = VectorCache()
         self.update_lock = threading.Lock()  # one update at a time; searches go on meanwhile
 
-    def search(self, query: str, top_k: int = 8, *, lexical_only: bool = False) -> SearchResult:
-        return search(self.index, self.cache, query, top_k, lexical_only=lexical_only)
+    def search(self, query: str, top_k: int = 8, *, lexical_only: bool = False,
+               interactive: bool = False) -> SearchResult:
+        """``interactive``: a person or the agent waits for this answer and it may take a
+        second (the reranker runs); completions and the chat context pass False."""
+        return search(self.index, self.cache, query, top_k, lexical_only=lexical_only,
+                      reranker=self.reranker if interactive else None)
 
     def update(self, paths: list[Path] | None = None, *, progress: Progress | None = None,
                embed: bool = True, embed_budget_s: float | None = None,
@@ -36,3 +43,5 @@ class WorkspaceSearch:
 
     def close(self) -> None:
         self.index.close()
+        if self.reranker is not None:
+            self.reranker.close()
