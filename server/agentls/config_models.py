@@ -51,6 +51,9 @@ class BackendConfig(BaseModel):
                                examples=[0.2])
     timeout: float = Field(120.0, gt=0, description="Seconds to wait for the server per request.",
                            examples=[120])
+    images: bool = Field(False, description="The model takes images in prompts (a vision "
+                         "model): ACP clients may then attach images, sent as image parts.",
+                         examples=["true"])
 
     @field_validator("api_key_env", mode="before")
     @classmethod

@@ -129,7 +129,11 @@ async def test_huge_prompt_is_trimmed_with_a_note(server: ReplayServer, project:
     assert len(server.requests[0].last_user_message) < 250_000
 
 
-async def test_an_image_is_not_offered_and_one_sent_anyway_is_left_out_with_a_note(
+PIXEL = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVO"
+         "RK5CYII=")  # a 1x1 PNG
+
+
+async def test_an_image_for_a_model_that_takes_none_is_refused_clearly(
         server: ReplayServer, project: Path) -> None:
     server.load({"steps": [{"reply": {"text": "ok"}}]})
     client = RecordingClient()
@@ -137,15 +141,43 @@ async def test_an_image_is_not_offered_and_one_sent_anyway_is_left_out_with_a_no
         init = await initialized(conn, client)
         assert init.agent_capabilities.prompt_capabilities.image is False
         session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        with pytest.raises(acp.RequestError) as refused:
+            await conn.prompt(session_id=session.session_id, prompt=[
+                acp.text_block("what is in this picture?"), acp.image_block(PIXEL, "image/png")])
+        assert refused.value.code == -32602
+        assert "does not take images" in str(refused.value.data)
+        assert "backends.scripted.images = true" in str(refused.value.data)
+        # Audio is never taken: left out with a note, the text still answered.
         answer = await conn.prompt(session_id=session.session_id, prompt=[
-            acp.text_block("what is in this picture?"),
-            acp.image_block("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNk"
-                            "YAAAAAYAAjCB0C8AAAAASUVORK5CYII=", "image/png")])
-    assert answer.stop_reason == "end_turn"
+            acp.text_block("and this?"), acp.audio_block("AAAA", "audio/wav")])
+    assert answer.stop_reason == "end_turn" and len(server.requests) == 1
     thoughts = "".join(u.content.text for u in client.of("agent_thought_chunk"))
-    assert "the image was not sent to the model" in thoughts and "describe it" in thoughts
-    sent = server.requests[0].body["messages"][-1]
-    assert isinstance(sent["content"], str) and "iVBOR" not in sent["content"]
+    assert "the audio was not sent to the model" in thoughts
+
+
+async def test_images_go_to_a_model_that_takes_them_as_image_parts(
+        server: ReplayServer, project: Path) -> None:
+    server.load({"steps": [{"times": 2, "reply": {"text": "A single pixel."}}]})
+    client = RecordingClient()
+    env = scripted_env(server, AGENTLS_BACKENDS__SCRIPTED__IMAGES="true")
+    async with spawned(client, env, project) as (conn, _):
+        init = await initialized(conn, client)
+        assert init.agent_capabilities.prompt_capabilities.image is True
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=[
+            acp.text_block("what is in this picture?"), acp.image_block(PIXEL, "image/png"),
+            acp.image_block(PIXEL, "image/tiff")])
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("again")])
+    first = server.requests[0].body["messages"][-1]["content"]
+    assert first[0]["type"] == "text" and "what is in this picture?" in first[0]["text"]
+    assert first[1:] == [{"type": "image_url",
+                          "image_url": {"url": f"data:image/png;base64,{PIXEL}"}}]
+    thoughts = "".join(u.content.text for u in client.of("agent_thought_chunk"))
+    assert "image of type image/tiff was not sent" in thoughts
+    # The next turn's history keeps a note of the image, not the image.
+    earlier = next(m for m in server.requests[1].body["messages"] if m["role"] == "user")
+    assert isinstance(earlier["content"], str) and PIXEL not in earlier["content"]
+    assert "an image (image/png" in earlier["content"]
 
 
 async def test_embedded_resource_is_read_as_the_editor_has_it(server: ReplayServer,

@@ -41,6 +41,7 @@ from acp.schema import (
 from acp import PROTOCOL_VERSION, RequestError
 from agentls import __version__
 from agentls.acp import session_options
+from agentls.acp.images import check_takes_images, takes_images
 from agentls.acp.prompt_parts import (
     SLASH_COMMANDS,
     error_text,
@@ -106,7 +107,7 @@ class AgentLsAcp:
             agent_info=Implementation(name="agentls", title="AgentLS", version=__version__),
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(image=False, audio=False,
+                prompt_capabilities=PromptCapabilities(image=takes_images(), audio=False,
                                                        embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
@@ -262,16 +263,18 @@ class AgentLsAcp:
         for notice in session.notices:
             frontend.note(notice)
         session.notices.clear()
-        text, attachments, notes = prompt_parts(prompt, frontend.workspace)
+        text, attachments, notes, images = prompt_parts(prompt, frontend.workspace)
+        if images:
+            check_takes_images(session.host, session.id)
         for note in notes:
             frontend.note(note)
-        if not text.strip() and not attachments.files:
+        if not text.strip() and not attachments.files and not images:
             raise RequestError.invalid_params({"message": "the prompt has no text: type a "
                                                "request, or attach a file"})
         text = expand_slash_command(text)
         # The session's mode (engine/modes.py, stored with it) narrows the toolbox; the
         # notes the last review left are the engine's too (engine/review_notes.py).
-        request = RunRequest(text, attachments=attachments)
+        request = RunRequest(text, attachments=attachments, images=images)
         workspace = frontend.workspace
         run_id = host.agent.new_run_id()
         try:

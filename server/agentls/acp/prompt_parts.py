@@ -1,7 +1,7 @@
 """What a session/new and a session/prompt carry, made into what the engine takes: the
 session's folder (checked: it becomes the fence), the request's text (cut with a note when
 huge), its attached files (resource links; embedded resources as the editor's text of the
-file), and the slash commands the client offers."""
+file), its images (for a model that takes them), and the slash commands the client offers."""
 
 from __future__ import annotations
 
@@ -21,9 +21,12 @@ from acp.schema import (
 from acp import RequestError, update_agent_message_text
 
 if TYPE_CHECKING:
+    from agentls.llm.messages import Image
     from agentls.tools.workspace import Workspace
 
 MAX_PROMPT_CHARS = 200_000  # beyond, the prompt text is cut with a note
+MAX_IMAGE_BYTES = 20 * 1024 * 1024  # OpenAI's limit per image; a bigger one is left out
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")  # what vision APIs take
 SLASH_COMMANDS = {
     "fix": ("Fix the problem you describe (or the failing tests) and show the change",
             "Fix this problem in the code, then explain the fix briefly: "),
@@ -59,13 +62,16 @@ def workspace_folder(cwd: str) -> Path:
     return real
 
 
-def prompt_parts(blocks: list[Any], workspace: Workspace) -> tuple[str, Any, list[str]]:
-    """The request's text, its attached files, and notes for the person (what was cut)."""
+def prompt_parts(blocks: list[Any], workspace: Workspace
+                 ) -> tuple[str, Any, list[str], list[Image]]:
+    """The request's text, its attached files, notes for the person (what was cut or left
+    out), and its images (whether the model takes them is the caller's to check)."""
     from agentls.engine.attachments import Attachments
 
     texts: list[str] = []
     files: list[str] = []
     notes: list[str] = []
+    images: list[Image] = []
     for block in blocks:
         if isinstance(block, TextContentBlock):
             texts.append(block.text)
@@ -84,10 +90,14 @@ def prompt_parts(blocks: list[Any], workspace: Workspace) -> tuple[str, Any, lis
             else:
                 notes.append(f"{resource.uri} was not sent to the model: only text resources "
                              "are supported")
-        elif isinstance(block, (ImageContentBlock, AudioContentBlock)):
-            notes.append(f"the {block.type} was not sent to the model: AgentLS sends models "
-                         "text and files only (its prompt capabilities say so); describe it in "
-                         "words, or attach the file it shows")
+        elif isinstance(block, ImageContentBlock):
+            image = _image(block, notes)
+            if image is not None:
+                images.append(image)
+        elif isinstance(block, AudioContentBlock):
+            notes.append("the audio was not sent to the model: AgentLS sends models text, "
+                         "files and images only (its prompt capabilities say so); describe it "
+                         "in words")
         else:
             notes.append(f"a {getattr(block, 'type', 'content')} block was not sent to the "
                          "model: AgentLS takes text and files")
@@ -96,7 +106,24 @@ def prompt_parts(blocks: list[Any], workspace: Workspace) -> tuple[str, Any, lis
         notes.append(f"the prompt was {len(text):,} characters; only its first "
                      f"{MAX_PROMPT_CHARS:,} were sent. Attach long material as files instead")
         text = text[:MAX_PROMPT_CHARS]
-    return text, Attachments(files=tuple(files)), notes
+    return text, Attachments(files=tuple(files)), notes, images
+
+
+def _image(block: ImageContentBlock, notes: list[str]) -> Image | None:
+    from agentls.llm.messages import Image
+
+    size = len(block.data) * 3 // 4
+    if block.mime_type not in IMAGE_TYPES:
+        notes.append(f"an image of type {block.mime_type} was not sent to the model: models "
+                     f"take {', '.join(IMAGE_TYPES)}; convert it to one of those")
+    elif size > MAX_IMAGE_BYTES:
+        notes.append(f"an image of {size / 1024 / 1024:.0f} MB was not sent to the model (at "
+                     f"most {MAX_IMAGE_BYTES // 1024 // 1024} MB each); send a smaller one")
+    elif not block.data.strip():
+        notes.append("an empty image was not sent to the model")
+    else:
+        return Image(block.mime_type, "".join(block.data.split()))
+    return None
 
 
 def _file_path(uri: str) -> Path | None:

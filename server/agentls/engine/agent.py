@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 import uuid
@@ -495,8 +496,14 @@ class Agent:
                            ("notes", list(notes)), ("trimmed", list(trimmed))):
             if value:
                 metadata[key] = value
-        run.user_message_id = append_message(self.store, run, message, metadata,
-                                             sent=review_notes.for_model(message, notes))
+        sent = review_notes.for_model(message, notes)
+        if request.images:  # sent now; the store (and later turns) keep a note of each
+            sent = dataclasses.replace(sent, images=tuple(request.images))
+            message = dataclasses.replace(message, content=(message.content or "") + "".join(
+                f"\n[an image ({i.mime_type}, {len(i.data) * 3 // 4 // 1024} KB) was attached "
+                "here; it was shown to the model in that turn only]" for i in request.images))
+            metadata["images"] = len(request.images)
+        run.user_message_id = append_message(self.store, run, message, metadata, sent=sent)
         if notes:  # kept on the message now, not told again
             review_notes.clear(self.store, run.session.id)
         frontend.on_event(TurnStarted(

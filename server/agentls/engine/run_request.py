@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agentls.engine.context import Attachments
+    from agentls.llm.messages import Image
 
 
 @dataclass
@@ -25,3 +26,6 @@ class RunRequest:
     # What engine/references.py resolved: the chips of the attachments, and what it refused.
     chips: Sequence[Any] = ()  # references.Chip
     refused: Sequence[Any] = ()  # references.Refusal
+    # Images for a model that takes them (backends.<name>.images): sent with this turn's
+    # request only; the stored message keeps a note of each.
+    images: Sequence[Image] = ()

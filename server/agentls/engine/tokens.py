@@ -36,6 +36,7 @@ CalibrationKey = tuple[str, str]
 CountMethod = Literal["tiktoken", "chars"]
 
 MESSAGE_OVERHEAD = 4  # role and delimiters of one chat message
+IMAGE_TOKENS = 765  # an image part: OpenAI's count for 1024x1024 at high detail (85 + 4 x 170)
 TOOL_CALL_OVERHEAD = 3  # wrapping of one tool call around its name and arguments
 CHARS_PER_TOKEN = 4  # for ASCII letters, digits and "_": prose words and identifiers
 
@@ -162,6 +163,7 @@ class TokenEstimator:
         if cached is not None:
             return cached
         tokens = MESSAGE_OVERHEAD + self.count_text(message.content or "")
+        tokens += IMAGE_TOKENS * len(message.images)
         for call in message.tool_calls:
             tokens += TOOL_CALL_OVERHEAD + self.count_text(call.name)
             tokens += self.count_text(call.arguments)

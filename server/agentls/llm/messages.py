@@ -82,6 +82,19 @@ class MalformedToolCall(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class Image:
+    """An image of a user message (for a model that takes images): its MIME type and its
+    bytes in base64, sent as an ``image_url`` data URL part."""
+
+    mime_type: str
+    data: str
+
+    def to_openai(self) -> dict[str, Any]:
+        return {"type": "image_url",
+                "image_url": {"url": f"data:{self.mime_type};base64,{self.data}"}}
+
+
+@dataclass(frozen=True, slots=True)
 class Message(_WireForm):
     """One message of a conversation. Frozen: a history is resent on every iteration, so each
     message's wire JSON is computed once (``wire_json``) and must never go stale."""
@@ -91,6 +104,8 @@ class Message(_WireForm):
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None  # the tool's name on tool results, for readers of the history
+    # A user message's images: sent this turn, not stored (the store keeps a note of them).
+    images: tuple[Image, ...] = ()
     _wire: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def to_openai(self) -> dict[str, Any]:
@@ -98,6 +113,9 @@ class Message(_WireForm):
         if self.role == "assistant" and self.tool_calls:
             out["content"] = self.content or None
             out["tool_calls"] = [call.to_openai() for call in self.tool_calls]
+        elif self.images:
+            out["content"] = [{"type": "text", "text": self.content or ""},
+                              *(image.to_openai() for image in self.images)]
         else:
             out["content"] = self.content or ""
         if self.role == "tool":
