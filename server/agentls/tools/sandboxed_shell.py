@@ -146,8 +146,8 @@ class ShellSandbox:
         result = await shell.shell_exec(ws, command, cwd, timeout, api_key_env=api_key_env,
                                         output_limit=output_limit, launcher=launcher,
                                         runner=self.runner)
-        # From the editor's terminal, stderr is in stdout.
-        stderr = str(result.get("stderr") or result.get("stdout") or "")
+        combined = shell.COMBINED_NOTE in result.get("notes", ())  # the editor's terminal
+        stderr = str(result.get("stdout" if combined else "stderr") or "")
         if result.get("exit_code") == 1 and stderr.startswith("bwrap:"):
             return fail("SANDBOX_FAILED", f"The sandbox could not start the command "
                         f"({stderr.strip()}). Tell the person; running it again will not help.")
@@ -155,7 +155,7 @@ class ShellSandbox:
         result.update(folded.to_result())
         result["sandbox"] = self.mode().note
         if result.get("exit_code") not in (0, None) and any(
-                sign in str(result.get("stderr", "")) for sign in _MEMORY_SIGNS):
+                sign in stderr for sign in _MEMORY_SIGNS):
             result.setdefault("notes", []).append(
                 f"the command may have hit the sandbox memory limit ({settings.memory_mb} "
                 f"MiB, sandbox.memory_mb)")

@@ -61,6 +61,8 @@ class ExternalRun:
     notes: list[str] = field(default_factory=list)
 
 
+COMBINED_NOTE = "stdout and stderr are one text here (run in the editor's terminal)"
+
 CommandRunner = Callable[[Launch, float, int], Awaitable[ExternalRun | None]]
 """Runs a Launch elsewhere within the timeout (s), keeping about the output limit (chars);
 None: it could not, so shell_exec runs the command itself. The Launch must not need a
@@ -106,8 +108,7 @@ async def shell_exec(
     if runner is not None and launch.preexec is None:
         ran = await runner(launch, limit, output_limit)
         if ran is not None:
-            notes += ["stdout and stderr are one text here (run in the editor's terminal)",
-                      *ran.notes]
+            notes += [COMBINED_NOTE, *ran.notes]
             result = _result(command, shown_cwd, ran.exit_code, ran.timed_out, started, limit,
                              truncate_middle(ran.output, 2 * output_limit), "", notes)
             if ran.signal:
