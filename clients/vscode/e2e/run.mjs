@@ -115,7 +115,8 @@ function panelFrame() {
 }
 
 async function panelTurnText(index) {
-  return panelFrame().locator("section.turn").nth(index).innerText({ timeout: 2_000 });
+  // textContent: a turn off screen is not laid out (content-visibility), its innerText is "".
+  return panelFrame().locator("section.turn").nth(index).textContent({ timeout: 2_000 });
 }
 
 async function waitTurn(index, what, predicate, timeout = T.long) {
@@ -514,7 +515,7 @@ async function main() {
     const mentioned = await waitTurn(7, "the answer about the attached file",
                                      (t) => t.includes("The attached calc.py defines add and mul."));
     const chip = frame.locator("section.turn").nth(7).locator(".chip .chip-name");
-    if ((await chip.allInnerTexts()).join() !== "calc.py") fail(`no calc.py chip on the turn:\n${mentioned}`);
+    if ((await chip.allTextContents()).join() !== "calc.py") fail(`no calc.py chip on the turn:\n${mentioned}`);
     log("#file:calc.py completed from '@calc', shown as a chip, and its text was in the model's request");
 
     step = "switching the model from the panel";
@@ -553,7 +554,7 @@ async function main() {
     await titleAction("Chat History");
     await answerInputBoxLoose("Say hello");
     await until("the first session back in the panel", async () =>
-      (await frame.locator("section.turn .prompt").allInnerTexts()).join("|") ===
+      (await frame.locator("section.turn .prompt").allTextContents()).join("|") ===
         "Say hello|Say hello again|Say hello once more");
     log("History (title bar) reopened the first session: the two back-to-back prompts are in it, one session");
 
@@ -562,7 +563,7 @@ async function main() {
     await answerInputBoxLoose("Bench: a 1,000-turn conversation");
     await until("the latest 200 stored turns drawn", async () =>
       (await frame.locator("section.turn").count()) === 200 &&
-      (await frame.locator("section.turn .prompt").first().innerText()) === "Question 801: what does step 801 do?");
+      (await frame.locator("section.turn .prompt").first().textContent()) === "Question 801: what does step 801 do?");
     await input.fill("Stream the long answer");
     await input.press("Enter");
     await waitTurn(200, "the long answer to finish", (t) => t.includes("Step 222") && !/answering/.test(t), 120_000);
@@ -592,7 +593,7 @@ async function main() {
           log("the chat view was not open after the reload: opening it from the palette");
           await palette("AgentLS: Focus on Chat View");
         }
-        const turns = await panelFrame().locator("section.turn .prompt").allInnerTexts();
+        const turns = await panelFrame().locator("section.turn .prompt").allTextContents();
         shown = turns.length ? `the prompts ${JSON.stringify(turns)}`
           : JSON.stringify((await panelFrame().locator("#root").innerText({ timeout: 2_000 })).slice(0, 200));
         return turns.includes("Question 900: what does step 900 do?") && turns.includes("Stream the long answer")
@@ -632,13 +633,13 @@ async function earlierTurns(frame) {
   await button.click();
   await until("turns 601-800 drawn above the others", async () =>
     (await frame.locator("section.turn").count()) === 401 &&
-    (await frame.locator("section.turn .prompt").first().innerText()) === "Question 601: what does step 601 do?" &&
+    (await frame.locator("section.turn .prompt").first().textContent()) === "Question 601: what does step 601 do?" &&
     (await button.innerText()) === "Earlier turns (600 more)", T.short);
   const after = await top();
   if (Math.abs(after - before) > 2) {
     fail(`the log jumped: the turn that was at ${before.toFixed(0)} px is now at ${after.toFixed(0)} px`);
   }
-  const streamed = await frame.locator("section.turn").last().innerText();
+  const streamed = await frame.locator("section.turn").last().textContent();
   if (!streamed.includes("Stream the long answer")) fail("the streamed turn is no longer the last one");
   await shot("earlier-turns-shown");
   await frame.locator("section.turn", { hasText: "Question 790: what does step 790 do?" }).scrollIntoViewIfNeeded();
