@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 DEFAULT_RESULT_LIMIT = 8_000
+# shell_exec's stdout and stderr, each (here so a run's ToolContext need not import shell.py)
+DEFAULT_SHELL_OUTPUT_LIMIT = 5_000
 
 
 def truncate_middle(text: str, limit: int) -> str:

@@ -16,21 +16,20 @@ import os
 import secrets
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentls.tools import shell
+from agentls.sandbox_settings import SandboxSettings
 from agentls.tools.output import fail
-from agentls.tools.overlay import ShadowWorkspace
 from agentls.tools.permissions import ShellMode, ShellState
-from agentls.tools.sandbox import (
-    SandboxSettings,
-    SandboxStatus,
-    bwrap_argv,
-    home_dirs,
-    probe,
-    sandbox_environment,
-)
-from agentls.tools.workspace import Workspace
+
+if TYPE_CHECKING:
+    # The process handling, the overlay and bwrap's arguments load with the first command
+    # (or the first question whether one can be sandboxed): a session is made, and its
+    # first model request sent, before any of them is needed (issue 27).
+    from agentls.tools.overlay import ShadowWorkspace
+    from agentls.tools.sandbox import SandboxStatus
+    from agentls.tools.shell import CommandRunner
+    from agentls.tools.workspace import Workspace
 
 SANDBOX_HOME = "/tmp/home"
 SANDBOX_TMP = "/tmp"
@@ -57,7 +56,7 @@ class ShellSandbox:
         self._warned = False
         self._lock = asyncio.Lock()  # one overlay mount of the upper layer at a time
         # Who runs a sandboxed command's argv (None: shell_exec itself); set per run.
-        self.runner: shell.CommandRunner | None = None
+        self.runner: CommandRunner | None = None
 
     @property
     def environ(self) -> Mapping[str, str]:
@@ -65,6 +64,8 @@ class ShellSandbox:
 
     def status(self) -> SandboxStatus:
         if self._status is None:
+            from agentls.tools.sandbox import probe
+
             self._status = probe(self.environ)
         return self._status
 
@@ -114,6 +115,8 @@ class ShellSandbox:
             return fail("SANDBOX_UNAVAILABLE", f"Commands cannot run: sandbox.mode is "
                         f"'required' and no sandbox can run here ({status.detail}). Do the "
                         f"task without running commands, or tell the person: {status.fix}.")
+        from agentls.tools import shell
+
         if mode.state != "sandboxed":
             result = await shell.shell_exec(ws, command, cwd, timeout, api_key_env=api_key_env,
                                             output_limit=output_limit)
@@ -128,6 +131,9 @@ class ShellSandbox:
     async def _run_sandboxed(self, ws: Workspace, command: str, cwd: str | None,
                              timeout: float, api_key_env: str, output_limit: int
                              ) -> dict[str, Any]:
+        from agentls.tools import shell
+        from agentls.tools.sandbox import bwrap_argv, home_dirs, sandbox_environment
+
         shadow = self.shadow(ws)
         await asyncio.to_thread(shadow.materialise)
         status = self.status()
@@ -164,6 +170,8 @@ class ShellSandbox:
     def shadow(self, ws: Workspace) -> ShadowWorkspace:
         shadow = self._shadows.get(ws.roots)
         if shadow is None or shadow.ws is not ws:
+            from agentls.tools.overlay import ShadowWorkspace
+
             shadow = self._shadows[ws.roots] = ShadowWorkspace(ws, self.session_key)
         return shadow
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentls.tools.output import fail, ok, truncate_middle
+from agentls.tools.output import DEFAULT_SHELL_OUTPUT_LIMIT, fail, ok, truncate_middle
 from agentls.tools.workspace import FenceError
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 MIN_TIMEOUT = 1.0
 MAX_TIMEOUT = 600.0
-DEFAULT_OUTPUT_LIMIT = 5_000
+DEFAULT_OUTPUT_LIMIT = DEFAULT_SHELL_OUTPUT_LIMIT
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 # How long processes get between SIGTERM and SIGKILL, and pipes to close after the exit.
 _GRACE_SECONDS = 2.0

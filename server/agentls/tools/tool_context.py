@@ -8,8 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentls.tools import shell
-from agentls.tools.output import DEFAULT_RESULT_LIMIT
+from agentls.tools.output import DEFAULT_RESULT_LIMIT, DEFAULT_SHELL_OUTPUT_LIMIT
 from agentls.tools.permissions import Confirm, PermissionPolicy, SessionGrants
 from agentls.tools.sandboxed_shell import ShellSandbox
 from agentls.tools.workspace import Workspace
@@ -27,7 +26,7 @@ class ToolContext:
     grants: SessionGrants = field(default_factory=SessionGrants)
     confirm: Confirm | None = None  # None: nobody can be asked, so `ask` means deny
     result_limit: int = DEFAULT_RESULT_LIMIT
-    shell_output_limit: int = shell.DEFAULT_OUTPUT_LIMIT
+    shell_output_limit: int = DEFAULT_SHELL_OUTPUT_LIMIT
     api_key_env: str = "OPENAI_API_KEY"
     tool_timeout_s: float = 60.0  # per call; shell_exec gets at least its own timeout + 5 s
     # Where shell_exec runs (DESIGN.md decision 11); the engine keeps one per session.

@@ -6,7 +6,7 @@ The built-in tools' JSON Schemas as sent to the model, so the first request need
 
 from typing import Any
 
-SOURCE_HASH = 'e0b0cc35ac58c869542340db7b28c3a3f91998b0570c1759189ad6ae9f1e361d'
+SOURCE_HASH = '06c41797ea4ab0ab015002158c875765ee0ed867cb5343cffcc05f16e304cff0'
 
 SCHEMAS: dict[str, dict[str, Any]] = {'list_files': {'properties': {'path': {'default': '.',
                                         'description': 'Folder to list.',
