@@ -13,6 +13,7 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcRequestCancelled
 
 from agentls.devtools.replay import ReplayServer
+from agentls.engine.tool_dispatch import PROPOSED_CLAIM
 from tests.lsp.conftest import AgentClient, Event, call, last_user_message
 
 LONG_TEXT = "".join(f"word{i} " for i in range(600))  # about 30 s at the pace below
@@ -38,7 +39,9 @@ async def assert_stopped_early(client: AgentClient, model: ReplayServer, run_id:
     done = await client.wait_for_event(lambda e: e["runId"] == run_id and e["kind"] == "done")
     assert done["stopReason"] == "cancelled" and done["applied"] is None
     streamed = "".join(e["text"] for e in client.events(run_id, "text"))
-    assert streamed and LONG_TEXT.startswith(streamed) and len(streamed) < len(LONG_TEXT)
+    # After the write it proposed, the model's words are a claim: "proposed: …".
+    words = streamed.removeprefix(PROPOSED_CLAIM)
+    assert words != streamed and LONG_TEXT.startswith(words) and len(words) < len(LONG_TEXT)
     assert client.edits == [] and not (project / "src" / "new.py").exists()
     # The history keeps the answer as far as it came, in a turn marked cancelled.
     page = await client.send("agentls/turns", {"sessionId": done["sessionId"]})
