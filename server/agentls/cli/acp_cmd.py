@@ -18,6 +18,9 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace, workspace: Path) -> int:
+    from agentls.acp.sdk_import import import_acp
+
+    import_acp()  # before anything imports the SDK: its models build on first use
     from agentls.acp.main import main
 
     return main(str(args.log_file) if args.log_file else None, verbose=bool(args.verbose))
