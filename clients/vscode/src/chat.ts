@@ -5,8 +5,9 @@ import * as vscode from "vscode";
 import type { LanguageClient } from "vscode-languageclient/node";
 import {
   applyEvent, applyResult, type ChatEvent, type ChatResult, emptyModel, failTurn, fromTurns,
-  type PanelModel, prependTurns, restoreFailure, running, startTurn, type Turn, type TurnRecord,
+  type PanelModel, restoreFailure, running, startTurn, type Turn, type TurnRecord,
 } from "./pure/model";
+import { EarlierTurns } from "./pure/earlier";
 import { type PanelOp, ViewSync } from "./pure/view";
 import type { ChatPanel } from "./panel";
 import type { StatusItem } from "./status";
@@ -285,26 +286,18 @@ export class Chat {
     return client.sendRequest("agentls/turns", params);
   }
 
-  private fetchingEarlier: PanelModel | undefined;
+  private readonly earlierTurns = new EarlierTurns();
 
   /** The panel's "Earlier turns" control: the page before the turns shown, put above them
-   * (only those are drawn; the webview keeps the scroll position). */
+   * (only those are drawn; the webview keeps the scroll position); a failed fetch gives the
+   * control back with the reason. */
   async showEarlier(): Promise<void> {
     const model = this.model;
-    if (!model.sessionId || model.earlier <= 0 || this.fetchingEarlier === model) return;
-    this.fetchingEarlier = model;
-    try {
-      const page = await this.turnsPage(model.sessionId, model.earlier);
-      if (this.model !== model) return; // another conversation is shown now
-      const added = prependTurns(model, page.turns, page.start);
-      this.panel.apply([this.sync.earlier(model, added)]);
-    } catch (error) {
-      if (this.model !== model) return;
-      this.panel.apply([{ op: "earlier", turns: [], more: model.earlier,
-                          error: `Could not fetch the earlier turns: ${messageOf(error)}` }]);
-    } finally {
-      if (this.fetchingEarlier === model) this.fetchingEarlier = undefined;
-    }
+    const op = await this.earlierTurns.click(model, this.sync, async (before) => {
+      if (!model.sessionId) throw new Error("the conversation has no session");
+      return this.turnsPage(model.sessionId, before);
+    }, () => this.model);
+    if (op) this.panel.apply([op]);
   }
 
   /** The whole conversation, drawn afresh (a new webview, a new or reopened session). */

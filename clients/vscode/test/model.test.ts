@@ -2,8 +2,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
   applyEvent, applyResult, type ChatEvent, emptyModel, failTurn, fromTurns, prependTurns,
-  restoreFailure, startTurn, type TurnRecord,
+  restoreFailure, startTurn, took, type TurnRecord,
 } from "../src/pure/model";
+import { EarlierTurns, type TurnsPage } from "../src/pure/earlier";
 import { ViewSync } from "../src/pure/view";
 
 const toView = (model: Parameters<ViewSync["full"]>[0]) => new ViewSync().full(model);
@@ -183,4 +184,68 @@ test("a short session has no earlier turns to show", () => {
   assert.equal(model.earlier, 0);
   assert.equal(new ViewSync().full(model).earlier, 0);
   assert.equal(emptyModel().earlier, 0);
+});
+
+test("a stored turn without timing shows no duration; none reads as zero", () => {
+  const model = fromTurns("s2", [
+    { index: 0, user: { text: "no metadata at all" }, outcome: "done", steps: [{ kind: "text", text: "A." }] },
+    { index: 1, user: { text: "stored in the same instant" }, durationMs: 0, steps: [] },
+    { index: 2, user: { text: "no model, measured" }, durationMs: 2340, steps: [] },
+    { index: 3, user: { text: "model, not measured" }, model: "scripted-model", mode: "ask", durationMs: null, steps: [] },
+    { index: 4, user: { text: "quick" }, model: "scripted-model", durationMs: 40, steps: [] },
+  ]);
+  assert.deepEqual(model.turns.map((t) => t.answeredBy),
+    [undefined, undefined, "2.3 s", "scripted-model · ask", "scripted-model · under 0.1 s"]);
+  assert.equal(toView(model).turns[0].answeredBy, undefined); // no footer line is drawn
+  for (const none of [undefined, null, 0, -5, Number.NaN, Number.POSITIVE_INFINITY]) assert.equal(took(none), "");
+  assert.equal(took(99), "under 0.1 s");
+  assert.equal(took(100), "0.1 s");
+  assert.equal(took(61_250), "61.3 s");
+});
+
+test("'Earlier turns': a failed fetch keeps the turns, gives the reason, and a second click tries again", async () => {
+  const model = fromTurns("s9", range(800, 1000), 800);
+  const sync = new ViewSync();
+  sync.full(model);
+  const asks: number[] = [];
+  let fail = true;
+  const fetchPage = async (before: number): Promise<TurnsPage> => {
+    asks.push(before);
+    if (fail) throw new Error("Request agentls/turns failed: the AgentLS server is not running");
+    return { turns: range(before - 200, before), start: before - 200 };
+  };
+  const pager = new EarlierTurns();
+  const failed = await pager.click(model, sync, fetchPage, () => model);
+  assert.deepEqual(failed, { op: "earlier", turns: [], more: 800,
+    error: "Could not fetch the earlier turns (Request agentls/turns failed: the AgentLS server is not running); " +
+      "click the button to try again." });
+  assert.equal(model.turns.length, 200); // nothing added, nothing lost
+  assert.equal(model.earlier, 800);
+  fail = false;
+  const op = await pager.click(model, sync, fetchPage, () => model); // the control, clicked again
+  assert.deepEqual(asks, [800, 800]);
+  assert.ok(op?.op === "earlier" && op.error === undefined && op.more === 600 && op.turns.length === 200);
+  assert.equal(op.turns[0].prompt, "Question 600");
+  assert.equal(model.turns[0].prompt, "Question 600");
+});
+
+test("'Earlier turns': one fetch at a time; an answer for a conversation no longer shown is dropped", async () => {
+  const model = fromTurns("s9", range(800, 1000), 800);
+  const sync = new ViewSync();
+  sync.full(model);
+  let release: (page: TurnsPage) => void = () => undefined;
+  const pending = new Promise<TurnsPage>((resolve) => { release = resolve; });
+  let asked = 0;
+  const pager = new EarlierTurns();
+  let shown = model;
+  const first = pager.click(model, sync, () => { asked++; return pending; }, () => shown);
+  assert.equal(await pager.click(model, sync, () => { asked++; return pending; }, () => shown), undefined);
+  assert.equal(asked, 1); // a double click asks once
+  shown = fromTurns("other", range(0, 3)); // History opened another session meanwhile
+  release({ turns: range(600, 800), start: 600 });
+  assert.equal(await first, undefined);
+  assert.equal(model.turns.length, 200);
+  const failing = await pager.click(model, sync, async () => { throw new Error("gone"); }, () => shown);
+  assert.equal(failing, undefined); // its failure is not shown over the other conversation either
+  assert.equal(await pager.click(emptyModel(), sync, async () => ({ turns: [], start: 0 }), () => shown), undefined);
 });

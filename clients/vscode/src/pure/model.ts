@@ -242,6 +242,14 @@ export interface TurnRecord {
   durationMs?: number | null;
 }
 
+/** How long a stored turn took, as shown beside its model: "" when it was not measured (no
+ * duration, or none above zero: a turn stored without its end time must not read "0.0 s" as
+ * if timed); under a tenth of a second it says so rather than rounding to zero. */
+export function took(durationMs: number | null | undefined): string {
+  if (typeof durationMs !== "number" || !Number.isFinite(durationMs) || durationMs <= 0) return "";
+  return durationMs < 100 ? "under 0.1 s" : `${(durationMs / 1000).toFixed(1)} s`;
+}
+
 /** One stored turn (agentls/turns) as a panel turn: each record is drawn as it is, nothing
  * re-derived (the server says what the person wrote, what was attached, the notes, each tool
  * call's summary, the edit's fate and the model that answered). */
@@ -271,8 +279,8 @@ function turnOf(id: number, record: TurnRecord): Turn {
   const outcome = record.outcome ?? "done";
   turn.state = outcome === "cancelled" ? "cancelled" : outcome === "error" ? "error" : "done";
   turn.status = outcome === "done" ? "" : outcome.replace(/_/g, " ");
-  const took = typeof record.durationMs === "number" ? `${(record.durationMs / 1000).toFixed(1)} s` : "";
-  turn.answeredBy = [record.model, record.mode, took].filter(Boolean).join(" · ") || undefined;
+  turn.answeredBy = [record.model, record.mode, took(record.durationMs)].filter(Boolean)
+    .join(" · ") || undefined;
   return turn;
 }
 
