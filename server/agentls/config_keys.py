@@ -4,11 +4,9 @@ key up, suggesting the nearest one, and turning a command-line string into a val
 from __future__ import annotations
 
 import json
-import re
 import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -45,21 +43,25 @@ def _model_keys(model: type[BaseModel], prefix: str = "") -> Iterator[KeyInfo]:
 KEYS: dict[str, KeyInfo] = {k.key: k for k in _model_keys(Settings)}
 
 
-@cache
-def _key_patterns() -> list[tuple[re.Pattern[str], KeyInfo]]:
-    # Compiled on the first key that is not spelled out in KEYS (backends.work.model): a
-    # `config get backend` never pays for some forty regular expressions.
-    return [(re.compile(re.escape(k).replace(re.escape("<name>"), r"[^.]+")), info)
-            for k, info in KEYS.items()]
+def _named_key(key: str) -> KeyInfo | None:
+    """The entry of KEYS that names ``key``, ``<name>`` standing for any non-empty name the
+    person picks (backends.work.model is backends.<name>.model)."""
+    parts = key.split(".")
+    for known, info in KEYS.items():
+        pattern = known.split(".")
+        if len(pattern) == len(parts) and all(
+                p == w or (p == "<name>" and w) for p, w in zip(pattern, parts, strict=True)):
+            return info
+    return None
 
 
 def key_info(key: str) -> KeyInfo:
     """The field behind a dotted key; ``ConfigError`` listing the valid keys otherwise."""
     if key in KEYS:
         return KEYS[key]
-    for pattern, info in _key_patterns():
-        if pattern.fullmatch(key):
-            return info
+    found = _named_key(key)
+    if found is not None:
+        return found
     hint = ""
     if "api_key" in key and not key.endswith("api_key_env"):
         hint = ("API keys are never stored in configuration: put the key in the environment "
@@ -116,7 +118,7 @@ def parse_value(key: str, raw: str) -> Any:
                 item.strip() for item in raw.split(",") if item.strip()]
         except json.JSONDecodeError:
             value = raw
-    adapter: TypeAdapter[Any] = TypeAdapter(cast(Any, Annotated[info.annotation, info.info]))
+    adapter = _adapter(info)
     try:
         return adapter.validate_python(value)
     except ValidationError as exc:
@@ -124,6 +126,19 @@ def parse_value(key: str, raw: str) -> Any:
         example = info.info.examples[0] if info.info.examples else _first_choice(info.annotation)
         suggestion = f"\nExample: agentls config set {key} {example}" if example is not None else ""
         raise ConfigError(f"invalid value {raw!r} for {key}: {problem}.{suggestion}") from None
+
+
+_ADAPTERS: dict[str, TypeAdapter[Any]] = {}
+
+
+def _adapter(info: KeyInfo) -> TypeAdapter[Any]:
+    """The validator of one key's values, built once per process (a run reads the
+    environment's settings more than once)."""
+    adapter = _ADAPTERS.get(info.key)
+    if adapter is None:
+        adapter = _ADAPTERS[info.key] = TypeAdapter(
+            cast(Any, Annotated[info.annotation, info.info]))
+    return adapter
 
 
 def _accepts_none(annotation: Any) -> bool:
