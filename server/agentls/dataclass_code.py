@@ -101,11 +101,13 @@ def save() -> None:
     with _lock:
         if _file is None or not _new:
             return
+        # Copied first (one C call each): a daemon thread may still be making dataclasses.
+        new, used = list(_new), list(_used)
         stored = load(_file)
-        stored.update((text, _codes[text]) for text in _new)
+        stored.update((text, _codes[text]) for text in new)
         if len(stored) > MAX_ENTRIES:
-            stored = {text: _codes[text] for text in _used}
-        _new.clear()
+            stored = {text: _codes[text] for text in used}
+        _new.difference_update(new)
         path = _file
     import tempfile
 
