@@ -377,6 +377,44 @@ def _fresh_install_quality(tmp: Path, empty_cache: Path) -> list[Figure]:
     return figures
 
 
+def _distractor_figures(tmp: Path, empty_cache: Path) -> list[Figure]:
+    """The labelled sets again, with the labelled repository inside this project's own
+    server/ sources (about 2,200 chunks of real code that answer none of the queries, though
+    some come close): 41 chunks flatter any ranking, the first 20 being half of them."""
+    from agentls.config import IndexConfig
+    from agentls.engine.search_index import make_reranker
+    from agentls.tools.semantic.embedding import StaticEmbedder
+
+    root = tmp / "distracted"
+    shutil.copytree(WORKSPACES / "semantic_repo", root)
+    shutil.copytree(Path(__file__).resolve().parents[1] / "server" / "agentls",
+                    root / "vendor" / "agentls",
+                    ignore=shutil.ignore_patterns("static_model", "__pycache__"))
+    embedder = StaticEmbedder(empty_cache)
+    reranker = make_reranker(IndexConfig(), embedder)
+    search = WorkspaceSearch(SemanticIndex(Workspace([root]), embedder), reranker)
+    figures: list[Figure] = []
+    try:
+        search.update()
+        chunks = search.index.status().chunks
+        for label, name in (("labelled", "semantic_queries.json"),
+                            ("held_out", "semantic_queries_heldout.json")):
+            queries = load_queries(WORKSPACES / name)
+            static = _quality(search, queries, False)
+            figures.append(Figure(f"recall_at_5_{label}_with_distractors_static_order_only "
+                                  f"({chunks} chunks)", static.recall_at_5, "ratio"))
+            if reranker is None:
+                continue
+            quality = evaluate(lambda q: search.search(q, 10, interactive=True).hits, queries)
+            figures.append(Figure(f"recall_at_5_{label}_with_distractors_fresh_install_default "
+                                  f"({chunks} chunks: the labelled repository inside "
+                                  "server/agentls)", quality.recall_at_5, "ratio",
+                                  baseline=static.recall_at_5))
+    finally:
+        search.close()
+    return figures
+
+
 def _fresh_install_figures(corpus: Path, tmp: Path) -> list[Figure]:
     """What a new user gets (issue 30): the default `index.embeddings = auto` with an empty
     user cache, i.e. the static model `make install` built into the package, re-ranked by
@@ -402,6 +440,7 @@ def _fresh_install_figures(corpus: Path, tmp: Path) -> list[Figure]:
               f"(make install)", file=sys.stderr)
         return figures
     figures.extend(_fresh_install_quality(tmp, empty_cache))
+    figures.extend(_distractor_figures(tmp, empty_cache))
     shutil.rmtree(corpus / ".agentls", ignore_errors=True)  # the first index, from nothing
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLS_", "XDG_"))}
     env["HOME"] = str(tmp / "fresh-home")
