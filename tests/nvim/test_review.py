@@ -389,3 +389,111 @@ def test_the_review_as_a_terminal_shows_it(tmp_path: Path, project: Path, model:
                     == BOTH)
     finally:
         subprocess.run([*tmux, "kill-server"], check=False)
+
+
+def test_a_new_chat_while_a_review_is_open(editor: Editor, model: ReplayServer,
+                                           project: Path) -> None:
+    """One review at a time: a prompt sent while a turn's edit is in review is refused with
+    the reason, and so is a cancel (the edit is out); the review is the person's to finish,
+    and the turn ends with it."""
+    (project / "src" / "math.txt").write_text(MATH)
+    two_hunk_turn(model)
+    bufnr = editor.open("src/math.txt")
+    editor.lua("_G.notes = {} local notify = vim.notify vim.notify = function(m, l, o)"
+               " table.insert(_G.notes, m) return notify(m, l, o) end")
+    editor.nvim.command("AgentChat rename lines 2 and 18")
+    wait_review(editor)
+
+    editor.nvim.command("AgentChat and also line 3")
+    assert ("AgentLS: a turn is still running; its edit is waiting for your review; the turn"
+            " ends with it (gA keep all, gR reject all)") in editor.lua("return _G.notes")
+    assert editor.lua(STATE)["files"][0]["hunks"] == ["pending", "pending"]
+
+    # A cancel cannot take back an edit already out for review: the chat says so, and why.
+    editor.nvim.command("AgentCancel")
+    editor.wait("the refusal", lambda: "_not stopped: its edit is waiting for your review; the"
+                " turn ends with it (gA keep all, gR reject all)_" in chat_text(editor))
+    assert running(editor)
+    assert editor.lua(STATE)["files"][0]["hunks"] == ["pending", "pending"]
+    assert editor.lines(bufnr) == BOTH.splitlines()
+
+    editor.lua("vim.api.nvim_set_current_buf(...)", bufnr)
+    keys(editor, "gA")
+    editor.wait("the run to end", lambda: not running(editor))
+    assert editor.lua(STATE) is None
+    assert (project / "src" / "math.txt").read_text() == BOTH
+    assert "edit applied" in chat_text(editor).rsplit("_not stopped", 1)[1]
+
+
+BIG = """
+local path, n = ...
+local edits = {}
+for k = 0, n - 1 do
+  local row = 2 * k -- every other line: n hunks, one unchanged line between each
+  table.insert(edits, { range = { start = { line = row, character = 0 },
+    ["end"] = { line = row, character = #("line " .. (row + 1)) } },
+    newText = "LINE " .. (row + 1) })
+end
+local edit = { documentChanges = { { textDocument = { uri = vim.uri_from_fname(path),
+  version = vim.NIL }, edits = edits } } }
+_G.big_answer = nil
+_G.big_run = coroutine.create(function()
+  _G.big_answer = require("agentls.preview").handle(nil, { edit = edit, label = "big" },
+    { client_id = -1 })
+end)
+assert(coroutine.resume(_G.big_run))
+"""
+
+
+def test_two_thousand_hunks(editor: Editor, project: Path) -> None:
+    """2,000 hunks in one file: all drawn, each key acts on the hunk under the cursor and
+    moves to the next, and keep-all ends the review with the truthful answer."""
+    count = 2000
+    text = "".join(f"line {i}\n" for i in range(1, 2 * count + 1))
+    path = project / "src" / "big.txt"
+    path.write_text(text)
+    bufnr = editor.open("src/big.txt")
+    editor.lua(BIG, str(path), count)
+
+    state = editor.lua(STATE)
+    assert state["files"][0]["hunks"] == ["pending"] * count
+    assert editor.lua("return vim.api.nvim_buf_get_lines(..., 3998, 4000, false)", bufnr) == [
+        "LINE 3999", "line 4000"]
+    marks = editor.lua("return #vim.tbl_filter(function(m) return m[4].virt_lines ~= nil end,"
+                       " vim.api.nvim_buf_get_extmarks(..., -1, 0, -1, {details = true}))", bufnr)
+    assert marks == count
+    assert editor.lua("return vim.api.nvim_win_get_cursor(0)[1]") == 1
+
+    keys(editor, "ga")  # the first kept; on to the second, two lines down
+    assert editor.lua("return vim.api.nvim_win_get_cursor(0)[1]") == 3
+    editor.lua("vim.api.nvim_win_set_cursor(0, {3001, 0})")
+    keys(editor, "gr")  # change 1501 (line 3001) rejected
+    assert editor.lua("return vim.api.nvim_win_get_cursor(0)[1]") == 3003
+    keys(editor, "[h")
+    assert editor.lua("return vim.api.nvim_win_get_cursor(0)[1]") == 2999
+    keys(editor, "gA")
+
+    assert editor.lua(STATE) is None
+    answer = editor.lua("return _G.big_answer")
+    assert answer["applied"] is False
+    # Said in ranges: a line listing 1,999 numbers would stop Neovim at a hit-enter prompt.
+    assert answer["failureReason"] == "kept 1999 of 2000 changes in src/big.txt (1-1500, 1502-2000)"
+    expected = "".join((f"LINE {i}\n" if i % 2 and i != 3001 else f"line {i}\n")
+                       for i in range(1, 2 * count + 1))
+    assert path.read_text() == expected
+    assert editor.lua("return #vim.api.nvim_buf_get_extmarks(..., -1, 0, -1, {})", bufnr) == 0
+
+
+def test_the_summary_of_scattered_kept_changes_stays_short(editor: Editor,
+                                                           project: Path) -> None:
+    """Every other change of 2,000 kept: the summary names the first ranges and counts the
+    rest, so the notification stays one short line."""
+    summary = editor.lua("""
+      local f = { path = ..., kind = "update", hunks = {} }
+      for i = 1, 2000 do
+        table.insert(f.hunks, { index = i, state = i % 2 == 1 and "kept" or "rejected" })
+      end
+      local all_kept, text = require("agentls.review.files").summary({ f })
+      return { all_kept, text }""", str(project / "src" / "big.txt"))
+    assert summary == [False, "kept 1000 of 2000 changes in src/big.txt (1, 3, 5, 7, 9, 11, 13,"
+                              " 15, and 992 more ranges)"]

@@ -318,6 +318,16 @@ end
 
 -- --- sending ------------------------------------------------------------------------------
 
+--- Why a turn whose edit is in review goes on: the review ends it.
+local function review_wait()
+  local k = config.options.review_keys
+  return string.format(
+    "its edit is waiting for your review; the turn ends with it (%s keep all, %s reject all)",
+    k.accept_all or ":AgentReview accept_all",
+    k.reject_all or ":AgentReview reject_all"
+  )
+end
+
 --- Send `prompt` (with an optional context {uri, range}) as one agentls/chat turn.
 function M.send(prompt, context)
   if prompt == nil or vim.trim(prompt) == "" then
@@ -328,7 +338,8 @@ function M.send(prompt, context)
   remember_source()
   local source = chat.source or vim.api.nvim_get_current_buf()
   if chat.run then
-    vim.notify("AgentLS: a turn is still running; :AgentCancel stops it", vim.log.levels.WARN)
+    local why = require("agentls.review").waiting() and review_wait() or ":AgentCancel stops it"
+    vim.notify("AgentLS: a turn is still running; " .. why, vim.log.levels.WARN)
     return
   end
   local client = agentls.client(source)
@@ -432,7 +443,19 @@ function M.cancel()
       require("agentls").cancel_request(chat.client, chat.request)
     end
   else
-    require("agentls").call(chat.client, "agentls/cancel", { runId = chat.run }, function() end)
+    local run = chat.run
+    require("agentls").call(chat.client, "agentls/cancel", { runId = run }, function(err, result)
+      if not err and result and result.cancelled then
+        return
+      end
+      -- Not stopped (its edit is out for review, or it had ended): say so, show what follows.
+      if chat.cancelled == run then
+        chat.cancelled = nil
+      end
+      local why = require("agentls.review").waiting() and review_wait()
+        or (err and err.message or "it had already finished")
+      new_block("\n_not stopped: " .. why .. "_\n")
+    end)
   end
   new_block("\n_cancelling…_\n")
 end

@@ -186,6 +186,35 @@ function M.settle(f)
   end
 end
 
+local MAX_RANGES = 8 -- a longer line would stop the editor at a hit-enter prompt
+
+--- Which of file `f`'s hunks were kept, as ranges: "1-3, 5, 9-2000".
+local function kept_ranges(f)
+  local ranges, first, last = {}, nil, nil
+  local function close()
+    if first then
+      table.insert(ranges, first == last and tostring(first) or (first .. "-" .. last))
+    end
+  end
+  for _, h in ipairs(f.hunks) do
+    if h.state == "kept" then
+      if last and h.index == last + 1 then
+        last = h.index
+      else
+        close()
+        first, last = h.index, h.index
+      end
+    end
+  end
+  close()
+  if #ranges > MAX_RANGES then
+    local more = #ranges - MAX_RANGES
+    ranges = vim.list_slice(ranges, 1, MAX_RANGES)
+    table.insert(ranges, string.format("and %d more range%s", more, more == 1 and "" or "s"))
+  end
+  return table.concat(ranges, ", ")
+end
+
 --- Whether every file was kept whole, and what was kept, said in one line.
 function M.summary(files)
   local parts, all_kept = {}, true
@@ -201,15 +230,9 @@ function M.summary(files)
       elseif kept == 0 then
         table.insert(parts, "rejected " .. shown(f.path) .. (f.reason and (" (" .. f.reason .. ")") or ""))
       else
-        local which = {}
-        for _, h in ipairs(f.hunks) do
-          if h.state == "kept" then
-            table.insert(which, tostring(h.index))
-          end
-        end
         table.insert(
           parts,
-          string.format("kept %d of %d changes in %s (%s)", kept, #f.hunks, shown(f.path), table.concat(which, ", "))
+          string.format("kept %d of %d changes in %s (%s)", kept, #f.hunks, shown(f.path), kept_ranges(f))
         )
       end
     else
