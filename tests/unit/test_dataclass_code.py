@@ -94,3 +94,39 @@ def test_an_unwritable_cache_folder_costs_only_the_compilation(tmp_path: Path) -
     blocker.write_text("a file where the cache folder would be")
     assert _run(blocker / "dataclasses.marshal") == (9, 9)
     assert _run(blocker / "dataclasses.marshal") == (9, 9)
+
+
+HELPER = "import dataclasses\n\n@dataclasses.dataclass\nclass Helper:\n    a: int = 1\n"
+TWO_MODULES = textwrap.dedent("""
+    import dataclasses, sys
+    from pathlib import Path
+    from agentls import dataclass_code
+
+    dataclass_code.install(Path(sys.argv[1]))
+    if sys.argv[2] == "both":
+        sys.path.insert(0, str(Path(sys.argv[1]).parent))
+        import helper
+        assert helper.Helper() == helper.Helper(1)
+
+    @dataclasses.dataclass
+    class Own:
+        b: int = 2
+
+    print(" ".join(sorted(dataclass_code._codes)))
+""")
+
+
+def test_a_module_s_stored_code_is_decoded_only_when_it_makes_a_dataclass(
+        tmp_path: Path) -> None:
+    (tmp_path / "helper.py").write_text(HELPER)
+    cache = tmp_path / "dataclasses.marshal"
+
+    def run(which: str) -> str:
+        done = subprocess.run([sys.executable, "-c", TWO_MODULES, str(cache), which],
+                              capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert run("both") == "__main__ helper"
+    assert set(dataclass_code.read_sections(cache)) == {"__main__", "helper"}
+    assert run("own") == "__main__"  # helper's section stays marshalled
