@@ -572,7 +572,7 @@ async function main() {
     log("streamed the 2,000-line answer after 200 turns");
 
     step = "earlier turns of the 1,000-turn session, from the control at the top of the log";
-    await earlierTurns(frame);
+    await earlierTurns(frame, { first: 801, more: 800, shown: 201, name: "earlier-turns" });
     step = "completion as you type";
     await completionAsYouType(ws);
 
@@ -603,7 +603,17 @@ async function main() {
       throw new Fatal(`${error.message}; the panel showed ${shown}`);
     }
     log("after a reload the panel shows the session again (agentls/history)");
+    step = "the restored session opens at its end";
+    const restoredFrame = panelFrame();
+    const end = await atTheEnd(restoredFrame);
+    if (!(await restoredFrame.locator("section.turn").last().textContent()).includes("Step 223")) {
+      fail("the last turn is not the streamed long answer");
+    }
     await shot("restored");
+    log(`the restored log opened at its end (${end.gap.toFixed(0)} px below the view, ` +
+        `${end.scrollHeight} px of log); the long answer's last line on screen`);
+    step = "earlier turns of the restored session keep the view";
+    await earlierTurns(restoredFrame, { first: 802, more: 801, shown: 200, name: "restored-earlier" });
     await context.close();
   } catch (error) {
     if (page) await shot("failure").catch(() => undefined);
@@ -615,38 +625,76 @@ async function main() {
   writeFigures(timings);
 }
 
-/** The review picker of an agent edit (src/review.ts). */
-/** The reopened 1,000-turn session shows its latest 200 turns under "Earlier turns (800
- * more)"; clicking it puts turns 601-800 above them, and the turn the person was looking at
- * stays where it was on screen. */
-async function earlierTurns(frame) {
+/** A reopened session's page shows its latest turns under "Earlier turns (N more)";
+ * clicking it puts the 200 before them above, and the turn the person was looking at stays
+ * where it was on screen, also once the turns around it have been laid out. `first`: the
+ * question number of the first turn shown; `more`: the stored turns before it. */
+async function earlierTurns(frame, { first, more, shown, name }) {
   const log_ = frame.locator("#log");
   const button = frame.locator("#log > .earlier button");
   await log_.evaluate((node) => { node.scrollTop = 0; });
-  await until("the 'Earlier turns' control", async () =>
-    (await button.isVisible()) && (await button.innerText()) === "Earlier turns (800 more)", T.short);
-  const firstShown = frame.locator("section.turn", { hasText: "Question 801: what does step 801 do?" });
+  await until(`the 'Earlier turns (${more} more)' control`, async () =>
+    (await button.isVisible()) && (await button.innerText()) === `Earlier turns (${more} more)`, T.short);
+  const question = (k) => `Question ${k}: what does step ${k} do?`;
+  const firstShown = frame.locator("section.turn", { hasText: question(first) });
+  // Stored without a model or an end time: no timing line under the answer (no bare "0.0 s").
+  if ((await firstShown.locator(".answered-by").count()) !== 0) {
+    fail(`a turn stored without timing shows '${await firstShown.locator(".answered-by").textContent()}'`);
+  }
   const top = async () => firstShown.evaluate((node) =>
     node.getBoundingClientRect().top - node.parentElement.getBoundingClientRect().top);
   const before = await top();
-  await shot("earlier-turns-control");
+  await shot(`${name}-control`);
   await button.click();
-  await until("turns 601-800 drawn above the others", async () =>
-    (await frame.locator("section.turn").count()) === 401 &&
-    (await frame.locator("section.turn .prompt").first().textContent()) === "Question 601: what does step 601 do?" &&
-    (await button.innerText()) === "Earlier turns (600 more)", T.short);
+  const added = Math.min(200, more);
+  await until(`turns ${first - added}-${first - 1} drawn above the others`, async () =>
+    (await frame.locator("section.turn").count()) === shown + added &&
+    (await frame.locator("section.turn .prompt").first().textContent()) === question(first - added) &&
+    (more - added === 0 ? (await button.count()) === 0
+      : (await button.innerText()) === `Earlier turns (${more - added} more)`), T.short);
   const after = await top();
-  if (Math.abs(after - before) > 2) {
-    fail(`the log jumped: the turn that was at ${before.toFixed(0)} px is now at ${after.toFixed(0)} px`);
+  // The turns put above are laid out as they come near the view (content-visibility): the
+  // turn read stays put after that too.
+  await log_.evaluate(() => new Promise((resolve) => setTimeout(resolve, 1_000)));
+  const settled = await top();
+  for (const [when, at] of [["at once", after], ["a second later", settled]]) {
+    if (Math.abs(at - before) > 2) {
+      fail(`the log jumped ${when}: the turn that was at ${before.toFixed(0)} px is now at ${at.toFixed(0)} px`);
+    }
   }
   const streamed = await frame.locator("section.turn").last().textContent();
   if (!streamed.includes("Stream the long answer")) fail("the streamed turn is no longer the last one");
-  await shot("earlier-turns-shown");
-  await frame.locator("section.turn", { hasText: "Question 790: what does step 790 do?" }).scrollIntoViewIfNeeded();
-  await shot("earlier-turns-read");
-  log(`'Earlier turns (800 more)' put turns 601-800 above the 200 shown; the view stayed put (${before.toFixed(0)} -> ${after.toFixed(0)} px)`);
+  await shot(`${name}-shown`);
+  await frame.locator("section.turn", { hasText: question(first - 11) }).scrollIntoViewIfNeeded();
+  await shot(`${name}-read`);
+  log(`'Earlier turns (${more} more)' put turns ${first - added}-${first - 1} above the ${shown} shown; ` +
+      `the view stayed put (${before.toFixed(0)} -> ${after.toFixed(0)} -> ${settled.toFixed(0)} px)`);
 }
 
+/** A reopened conversation opens at its end: the log scrolled to the bottom and the last
+ * turn's last line on screen (not the top of a 2,000-line last turn), and it stays there. */
+async function atTheEnd(frame) {
+  const where = () => frame.locator("#log").evaluate((log) => {
+    const last = log.querySelector(":scope > section.turn:last-child");
+    const view = log.getBoundingClientRect();
+    const end = last ? last.getBoundingClientRect().bottom : NaN;
+    return { gap: log.scrollHeight - log.scrollTop - log.clientHeight, height: log.clientHeight,
+             lastBottom: end - view.top, scrollTop: log.scrollTop, scrollHeight: log.scrollHeight };
+  });
+  const ok = (w) => w.height > 0 && w.gap <= 2 && w.lastBottom <= w.height + 2 && w.lastBottom > 0;
+  let seen;
+  try {
+    await until("the restored log scrolled to its end", async () => ok(seen = await where()), T.short);
+  } catch (error) {
+    throw new Fatal(`${error.message}; the log: ${JSON.stringify(seen)}`);
+  }
+  await frame.locator("#log").evaluate(() => new Promise((resolve) => setTimeout(resolve, 1_000)));
+  const later = await where();
+  if (!ok(later)) fail(`the restored log left its end a second later: ${JSON.stringify(later)}`);
+  return later;
+}
+
+/** The review picker of an agent edit (src/review.ts). */
 async function waitPicker() {
   await until("the review picker", () =>
     page.locator(".quick-input-widget .quick-input-title", { hasText: "Enter keeps the ticked files" })
