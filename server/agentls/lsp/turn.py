@@ -1,7 +1,8 @@
-"""One turn as the editor sees it: the request (prompt, session, attachments, limits), the
-turn's outcome (text, stop reason, the run's changes) and how its edit was delivered. Plain
-records, a leaf of the lsp package: ``runs.py`` fills them, ``delivery.py`` sends the edit,
-``context.py`` names them for ``ls.runs``."""
+"""One turn as the editor sees it: the request (the engine's ``RunRequest``, with the editor's
+options: session, progress, rate limit, delivery), the turn's outcome (text, stop reason,
+the run's changes) and how its edit was delivered. Plain records, a leaf of the lsp package:
+``runs.py`` fills them, ``delivery.py`` sends the edit, ``context.py`` names them for
+``ls.runs``."""
 
 from __future__ import annotations
 
