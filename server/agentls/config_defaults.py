@@ -5,7 +5,7 @@ The settings' defaults and each key's shape, for reading settings without pydant
 
 from typing import Any
 
-SOURCE_HASH = '6ef5c611ec90e2e49da0085914c47ca5abc6ed24c92e0be168b0996a0f645326'
+SOURCE_HASH = '15cb11006cbf4ad2650bcc7bd8f432cc44a32a4b5461c9eb7bc35991e4dd9a8e'
 
 DEFAULTS: dict[str, Any] = {'backend': 'openai',
  'backends': {'openai': {'type': 'openai',

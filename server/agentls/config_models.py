@@ -16,7 +16,7 @@ from agentls.sandbox_settings import SandboxSettings
 
 
 class BackendConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     type: Literal["openai", "codex", "copilot", "claude"] = Field(
         "openai",
@@ -65,7 +65,7 @@ class BackendConfig(BaseModel):
 
 
 class CacheConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     enabled: bool = Field(True, description="Serve identical requests from the response cache.",
                           examples=["false"])
@@ -80,7 +80,7 @@ class CacheConfig(BaseModel):
 
 
 class RetryConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     max_retries: int = Field(3, ge=0, le=10, description="Retries after a rate limit, server "
                              "error, timeout or dropped connection.", examples=[3])
@@ -91,14 +91,14 @@ class RetryConfig(BaseModel):
 
 
 class CompactionConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     max_messages: int = Field(120, ge=10, description="Messages a session may hold before its "
                               "older part is summarised by the model.", examples=[120])
 
 
 class IndexConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     embeddings: Literal["auto", "none", "static", "local", "openai"] = Field(
         "auto", description="Vectors of the search index: `static` = model2vec distilled from "
@@ -140,7 +140,7 @@ class CompletionConfig(BaseModel):
     """Inline completion as you type (DESIGN.md decision 15): its own small model, never the
     agent loop. Off until a completion model is set (or ``enabled`` is true)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     enabled: bool | None = Field(
         None, description="Ghost-text completion as you type; default: on when "
@@ -200,7 +200,7 @@ def default_backends() -> dict[str, BackendConfig]:
 
 
 class Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     backend: str = Field("openai", description="Name of the backend to use (a key of "
                          "`backends`).", examples=["ollama"])

@@ -15,10 +15,11 @@ import hashlib
 import math
 import os
 import re
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentls import config_defaults
 from agentls.config_files import (
@@ -30,6 +31,9 @@ from agentls.config_files import (
     set_dotted,
     source_of,
 )
+
+if TYPE_CHECKING:
+    from agentls.config_models import Settings
 
 # config_defaults.SOURCE_HASH is the hash of these, in this order (devtools/config_table.py).
 _SOURCES = ("config_models.py", "permission_policy.py", "sandbox_settings.py")
@@ -47,6 +51,8 @@ class SettingsView:
     values: dict[str, Any]
     layers: list[Layer]
     notices: list[str] = field(default_factory=list)
+    # The layers merged before the check: which keys were given (pydantic's fields_set).
+    given: dict[str, Any] = field(default_factory=dict)
 
     def source_of(self, key: str) -> str:
         return source_of(self.layers, key)
@@ -87,19 +93,57 @@ def is_known_key(key: str) -> bool:
     return _matching(key, config_defaults.KEYS) is not None
 
 
-def read(workspace: Path | None, env: Mapping[str, str] | None = None) -> SettingsView | None:
+def read(workspace: Path | None, env: Mapping[str, str] | None = None,
+         flags: Mapping[str, Any] | None = None) -> SettingsView | None:
     """The effective settings, or ``None`` when only ``config.load`` can decide them.
-    A config file that is not valid TOML raises ``ConfigError`` as ``config.load`` does."""
+    A config file that is not valid TOML raises ``ConfigError`` as ``config.load`` does.
+    ``flags``: the command line's dotted keys, on top, as ``config.load(flags=...)``."""
     if not table_is_current():
         return None
     environ = os.environ if env is None else env
     layers, notices = file_layers(copy.deepcopy(config_defaults.DEFAULTS), workspace, environ)
     try:
         layers.append(Layer("environment", _env_layer(environ)))
-        values = _checked(merge_layers(layers, environ))
+        if flags:
+            flag_data: dict[str, Any] = {}
+            for key, value in flags.items():
+                set_dotted(flag_data, key, value)
+            layers.append(Layer("command line", flag_data))
+        merged = merge_layers(layers, environ)
+        values = _checked(merged)
     except (_Unjudged, TypeError, AttributeError):
         return None
-    return SettingsView(values, layers, notices)
+    return SettingsView(values, layers, notices, merged)
+
+
+def settings_of(view: SettingsView) -> Settings:
+    """The settings models holding ``view``'s values, made without validating them again
+    (the view only answers for values the full check accepts, as config.load would hold
+    them; the models' schemas are built only if something validates later). Each model
+    records the keys that were given, as validation does (``model_fields_set``)."""
+    from agentls.config_models import Settings
+
+    return _construct(Settings, copy.deepcopy(view.values), view.given)
+
+
+def _construct(model: Any, values: dict[str, Any], given: Any) -> Any:
+    from pydantic import BaseModel
+
+    fields: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        value = values[name]
+        part = given.get(name) if isinstance(given, Mapping) else None
+        kind = info.annotation
+        item = typing.get_args(kind)[1] if typing.get_origin(kind) is dict else None
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            value = _construct(kind, value, part)
+        elif isinstance(item, type) and issubclass(item, BaseModel):
+            value = {entry: _construct(item, fields_of, part.get(entry)
+                                       if isinstance(part, Mapping) else None)
+                     for entry, fields_of in value.items()}
+        fields[name] = value
+    given_names = set(given) & set(model.model_fields) if isinstance(given, Mapping) else set()
+    return model.model_construct(given_names, **fields)
 
 
 # --- the environment ---------------------------------------------------------------------------
@@ -129,7 +173,14 @@ def _from_text(key: str, shape: dict[str, Any], raw: str) -> Any:
     if shape.get("nullable") and text.lower() in ("none", "null"):
         return None
     kind = shape["type"]
-    if key.endswith(".base_url") or kind == "opaque":
+    if key.endswith(".base_url"):
+        # As config_keys.check_base_url: an http(s) URL with a host; kept as written.
+        if not _is_base_url(text):
+            raise _Unjudged(key)  # its own check, with its own words
+        return raw
+    if _matching(key, sorted(_NO_KEY_VARIABLE)) is not None:
+        return raw  # judged with the rest (_leaf)
+    if kind == "opaque":
         raise _Unjudged(key)  # its own check, with its own words
     if kind == "bool":
         if text.lower() in _TRUE:
@@ -205,9 +256,23 @@ def _raise(key: str) -> Any:
     raise _Unjudged(key)
 
 
+def _is_base_url(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+# The keys naming an environment variable that holds a key: "", "none" and "null" mean no
+# variable (the models' _no_key_variable validators), any other text is the name.
+_NO_KEY_VARIABLE = frozenset({"backends.<name>.api_key_env", "index.embedding_api_key_env"})
+
+
 def _leaf(key: str, value: Any) -> Any:
     shape = config_defaults.SHAPES[key]
     kind = shape["type"]
+    if key in _NO_KEY_VARIABLE and isinstance(value, str):
+        return None if value.strip().lower() in ("", "none", "null") else value
     if value is None:
         if shape.get("nullable"):
             return None

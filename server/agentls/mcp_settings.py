@@ -21,7 +21,7 @@ SERVER_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_))*$")
 class McpServerConfig(BaseModel):
     """One MCP server, `mcp.servers.NAME`: a command (stdio) or a URL (streamable HTTP)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     command: str | None = Field(None, description="Program that starts the server over "
                                 "stdio (a name on PATH or a path).",
@@ -72,7 +72,7 @@ class McpServerConfig(BaseModel):
 class McpConfig(BaseModel):
     """Embedded in the settings as `mcp`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     servers: dict[str, McpServerConfig] = Field(
         default_factory=dict, description="MCP servers by name; their tools appear as "

@@ -68,7 +68,7 @@ DEFAULT_SHELL_DENY: tuple[str, ...] = (
 class PermissionPolicy(BaseModel):
     """Which tool calls run without asking. Embedded in the settings as `permissions`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     tools: dict[str, Permission] = Field(
         default_factory=lambda: dict(DEFAULT_TOOL_PERMISSIONS),

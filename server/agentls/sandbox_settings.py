@@ -15,7 +15,7 @@ SandboxMode = Literal["auto", "required", "off"]
 class SandboxSettings(BaseModel):
     """How programs the agent runs are confined. Embedded in the settings as `sandbox`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     mode: SandboxMode = Field(
         "auto", description="auto: sandbox when it works here, else ask before every "

@@ -12,6 +12,7 @@ import pytest
 import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from agentls import config, config_defaults, config_view
 from agentls.config_files import set_dotted
@@ -47,25 +48,44 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     path.write_text(tomli_w.dumps(data), encoding="utf-8")
 
 
-def _same(workspace: Path, env: dict[str, str]) -> config_view.SettingsView | None:
+def _same(workspace: Path, env: dict[str, str],
+          flags: dict[str, Any] | None = None) -> config_view.SettingsView | None:
     """config_view's answer, checked against config.load's when it gives one."""
     try:
-        view = config_view.read(workspace, env=env)
+        view = config_view.read(workspace, env=env, flags=flags)
     except config.ConfigError as exc:
         with pytest.raises(config.ConfigError) as full:
-            config.load(workspace, env=env)
+            config.load(workspace, env=env, flags=flags)
         assert str(full.value) == str(exc)
         return None
     if view is None:
         return None
-    loaded = config.load(workspace, env=env)
+    loaded = config.load(workspace, env=env, flags=flags)
     assert view.values == loaded.settings.model_dump(mode="json")
     assert list(config.flatten(view.values)) == list(
         config.flatten(loaded.settings.model_dump(mode="json")))
     for key in config.flatten(view.values):
         assert view.source_of(key) == loaded.source_of(key), key
     assert view.notices == loaded.notices
+    # The models `agentls run` gets from the view are those config.load validates, down to
+    # which keys were given (an agent CLI backend passes its model only when one was set).
+    made = config_view.settings_of(view)
+    assert made == loaded.settings
+    _same_fields_set(made, loaded.settings)
     return view
+
+
+def _same_fields_set(made: Any, validated: Any) -> None:
+    assert type(made) is type(validated)
+    assert made.model_fields_set == validated.model_fields_set, type(made).__name__
+    for name in type(made).model_fields:
+        mine, theirs = getattr(made, name), getattr(validated, name)
+        if isinstance(mine, BaseModel):
+            _same_fields_set(mine, theirs)
+        elif isinstance(mine, dict):
+            for entry, value in mine.items():
+                if isinstance(value, BaseModel):
+                    _same_fields_set(value, theirs[entry])
 
 
 def test_the_common_cases_are_read_without_the_full_check(home: Path) -> None:
@@ -96,9 +116,24 @@ def test_what_the_table_cannot_judge_goes_to_the_full_check(home: Path) -> None:
     workspace = home / "project"
     for data in ({"backend": "missing"}, {"cache": {"ttl_s": -1}}, {"nope": 1},
                  {"permissions": {"tools": {"read_file": "deny"}}},
-                 {"backends": {"openai": {"api_key_env": ""}}}):
+                 {"backends": {"openai": {"api_key_env": 5}}}):
         _write(config.user_config_file(), data)
         assert config_view.read(workspace, env={}) is None, data
+
+
+def test_no_key_variable_and_a_base_url_from_the_environment_are_read_as_the_full_check_does(
+        home: Path) -> None:
+    workspace = home / "project"
+    _write(config.user_config_file(), {"backends": {"openai": {"api_key_env": ""}}})
+    env = {"AGENTLS_BACKENDS__LOCAL__BASE_URL": "http://127.0.0.1:8000/v1",
+           "AGENTLS_BACKENDS__LOCAL__API_KEY_ENV": " none ", "AGENTLS_BACKEND": "local"}
+    view = _same(workspace, env, {"backends.local.model": "scripted-model"})
+    assert view is not None
+    assert view.values["backends"]["openai"]["api_key_env"] is None
+    assert view.values["backends"]["local"]["api_key_env"] is None
+    # Not a URL: config.load says why (the view steps aside).
+    assert config_view.read(workspace, env={**env, "AGENTLS_BACKENDS__LOCAL__BASE_URL":
+                                            "localhost:8000"}) is None
 
 
 _NAMES = st.sampled_from(["openai", "ollama", "work"])
@@ -108,7 +143,8 @@ _VALUES = st.one_of(
                      "required", "off", "static", "", "x"]),
     st.lists(st.sampled_from(["git", "LANG", "a b"]), max_size=2))
 _TEXTS = st.sampled_from(["true", "no", "5", "-1", "0.5", "1e3", "none", "[\"a\"]", "a,b",
-                          " 7 ", "json", "deny", "1_000", "x"])
+                          " 7 ", "json", "deny", "1_000", "x", "", " NULL ", "MY_KEY",
+                          "http://127.0.0.1:8/v1", "localhost:8000/v1", "https://h/v1 "])
 
 
 def _fitting(key: str) -> st.SearchStrategy[Any]:
@@ -141,19 +177,29 @@ def _layer(draw: st.DrawFn) -> dict[str, Any]:
            "AGENTLS_CACHE__TTL_S", "AGENTLS_CACHE_ENABLED", "AGENTLS_BACKEND",
            "AGENTLS_BACKENDS__WORK__MODEL", "AGENTLS_BACKENDS__OPENAI__TEMPERATURE",
            "AGENTLS_SANDBOX__ENV", "AGENTLS_MODEL", "AGENTLS_PERMISSIONS__DEFAULT",
-           "AGENTLS_RETRY__BASE_DELAY_S"]), _TEXTS, max_size=3))
+           "AGENTLS_RETRY__BASE_DELAY_S", "AGENTLS_BACKENDS__WORK__BASE_URL",
+           "AGENTLS_BACKENDS__WORK__API_KEY_ENV", "AGENTLS_BACKENDS__OPENAI__API_KEY_ENV",
+           "AGENTLS_INDEX__EMBEDDING_API_KEY_ENV", "AGENTLS_BACKENDS__WORK__TYPE"]), _TEXTS,
+           max_size=3),
+       flags=st.dictionaries(st.sampled_from([
+           "backend", "max_iterations", "cache.enabled", "timeout_ms",
+           "backends.work.model", "backends.openai.model"]),
+           st.sampled_from(["work", "openai", 3, 0, True, False, "m"]), max_size=2))
 def test_any_layers_read_as_the_full_check_reads_them(
-        home: Path, user: dict[str, Any], project: dict[str, Any], env: dict[str, str]) -> None:
+        home: Path, user: dict[str, Any], project: dict[str, Any], env: dict[str, str],
+        flags: dict[str, Any]) -> None:
     workspace = home / "project"
     _write(config.user_config_file(), user)
     _write(workspace / ".agentls" / "config.toml", project)
-    try:
-        config.load(workspace, env=env)
-    except config.ConfigError:
-        # An invalid configuration is never read past: the view steps aside or raises alike.
-        view = None
-        with contextlib.suppress(config.ConfigError):
-            view = config_view.read(workspace, env=env)
-        assert view is None
-        return
-    _same(workspace, env)
+    for on_top in ({}, flags):
+        try:
+            config.load(workspace, env=env, flags=on_top)
+        except config.ConfigError:
+            # An invalid configuration is never read past: the view steps aside or raises
+            # alike.
+            view = None
+            with contextlib.suppress(config.ConfigError):
+                view = config_view.read(workspace, env=env, flags=on_top)
+            assert view is None
+            continue
+        _same(workspace, env, on_top)

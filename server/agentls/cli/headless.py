@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from agentls import __version__, config
+from agentls import __version__, config, config_view
 from agentls.cli.artifacts import (
     MIN_SECRET_LENGTH,
     ArtifactsError,
@@ -175,15 +175,23 @@ class Headless:
         if self.args.timeout is not None:
             flags["timeout_ms"] = max(1, round(self.args.timeout * 1000))
         try:
-            loaded = config.load(self.root, flags=flags)
+            # Read from the layers and the generated table where it can judge them (the
+            # common case: the models are made without validating again, issue 27); else
+            # config.load validates and words what is wrong.
+            view = config_view.read(self.root, flags=flags)
+            if view is not None:
+                settings, notices = config_view.settings_of(view), view.notices
+            else:
+                loaded = config.load(self.root, flags=flags)
+                settings, notices = loaded.settings, loaded.notices
         except config.ConfigError as exc:
             raise Stopped("config-error", str(exc)) from None
-        for notice in loaded.notices:  # an untrusted project file: said once per run
+        for notice in notices:  # an untrusted project file: said once per run
             if notice not in self._notices_said:
                 self._notices_said.add(notice)
                 self.renderer.line(f"warning: {notice}", style="yellow")
-        self._add_secrets(loaded.settings)
-        return loaded.settings
+        self._add_secrets(settings)
+        return settings
 
     def _add_secrets(self, settings: config.Settings) -> None:
         """Every configured backend's key is a secret, whatever its variable is called."""
