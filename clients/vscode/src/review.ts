@@ -1,17 +1,21 @@
 // The review of an agent edit: a picker listing every file it changes, all ticked, so
-// keeping everything is one action (Enter), and any file can be unticked first. "Review in
+// keeping everything is one action (Enter, or the ✓ title button), and any file can be
+// unticked first; Enter keeps the ticked files wherever the focus is. "Review in
 // the refactor preview" (the title button) opens VS Code's refactor preview of the whole edit
 // for change-by-change choices; each file's button opens its diff. The status bar says
 // "waiting for your review" until the person decides.
 import * as vscode from "vscode";
 import type { ApplyWorkspaceEditParams, ApplyWorkspaceEditResult, LanguageClient } from "vscode-languageclient/node";
 import {
-  describe, keptEdit, leftOutReason, reviewFiles, type ReviewFile, type WorkspaceEdit,
+  describe, keptEdit, leftOutReason, reviewFiles, Ticked, type ReviewFile, type WorkspaceEdit,
 } from "./pure/review";
 import type { StatusItem } from "./status";
 
 type Choice = { kind: "keep"; uris: Set<string> } | { kind: "preview" } | { kind: "discard" };
 
+const KEEP_BUTTON: vscode.QuickInputButton = {
+  iconPath: new vscode.ThemeIcon("check"), tooltip: "Keep the ticked files (Enter)",
+};
 const PREVIEW_BUTTON: vscode.QuickInputButton = {
   iconPath: new vscode.ThemeIcon("checklist"), tooltip: "Review change by change in the refactor preview",
 };
@@ -21,15 +25,22 @@ const DIFF_BUTTON: vscode.QuickInputButton = {
 
 function pick(files: ReviewFile[], label: string, folder: string | undefined): Promise<Choice> {
   return new Promise((resolve) => {
-    const qp = vscode.window.createQuickPick<vscode.QuickPickItem & { uri: string }>();
+    type Item = vscode.QuickPickItem & { uri: string };
+    const qp = vscode.window.createQuickPick<Item>();
     qp.title = `${label} — Enter keeps the ticked files`;
     qp.placeholder = "Untick a file to leave it out · Esc discards all · ☑ button: change by change";
     qp.canSelectMany = true;
     qp.ignoreFocusOut = true;
     qp.matchOnDetail = true;
-    qp.buttons = [PREVIEW_BUTTON];
-    qp.items = files.map((f) => ({ ...describe(f, folder), uri: f.uri, buttons: [DIFF_BUTTON] }));
-    qp.selectedItems = qp.items;
+    qp.keepScrollPosition = true;
+    qp.buttons = [KEEP_BUTTON, PREVIEW_BUTTON];
+    const ticked = new Ticked(files.map((f) => f.uri));
+    const draw = (active?: string) => {
+      qp.items = files.map((f) => ({ ...describe(f, folder), uri: f.uri, buttons: [DIFF_BUTTON] }));
+      qp.selectedItems = qp.items.filter((i) => ticked.kept.has(i.uri));
+      qp.activeItems = qp.items.filter((i) => i.uri === active);
+    };
+    draw();
     let done = false;
     const finish = (choice: Choice) => {
       if (done) return;
@@ -37,8 +48,14 @@ function pick(files: ReviewFile[], label: string, folder: string | undefined): P
       resolve(choice);
       qp.dispose();
     };
-    qp.onDidAccept(() => finish({ kind: "keep", uris: new Set(qp.selectedItems.map((i) => i.uri)) }));
-    qp.onDidTriggerButton(() => finish({ kind: "preview" }));
+    const keep = () => finish({ kind: "keep", uris: new Set(qp.selectedItems.map((i) => i.uri)) });
+    qp.onDidChangeSelection((selected) => {
+      // A clicked checkbox keeps the keyboard focus and takes Enter as "tick me again", so
+      // Enter would not keep the files: the rows drawn anew let Enter reach the picker.
+      if (ticked.update(selected.map((i) => i.uri))) draw(qp.activeItems[0]?.uri);
+    });
+    qp.onDidAccept(keep);
+    qp.onDidTriggerButton((button) => (button === KEEP_BUTTON ? keep() : finish({ kind: "preview" })));
     qp.onDidTriggerItemButton(() => finish({ kind: "preview" }));
     qp.onDidHide(() => finish({ kind: "discard" }));
     qp.show();

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { describe, keptEdit, leftOutReason, reviewFiles, type WorkspaceEdit } from "../src/pure/review";
+import { describe, keptEdit, leftOutReason, reviewFiles, Ticked, type WorkspaceEdit } from "../src/pure/review";
 
 const ROOT = "file:///work/project";
 const edit: WorkspaceEdit = {
@@ -49,4 +49,14 @@ test("the answer's reason says what was kept and what was left out", () => {
   assert.equal(leftOutReason(files, new Set([`${ROOT}/calc.py`]), ROOT),
                "kept calc.py; left out new.py, old.txt, b.py");
   assert.equal(leftOutReason(files, new Set(), ROOT), "discarded in the review");
+});
+
+test("the picker's ticks change only when the person changes them", () => {
+  const ticked = new Ticked([`${ROOT}/calc.py`, `${ROOT}/README.md`]);
+  assert.equal(ticked.update([`${ROOT}/README.md`, `${ROOT}/calc.py`]), false, "the same files, in another order");
+  assert.equal(ticked.update([`${ROOT}/calc.py`]), true, "README.md unticked");
+  assert.deepEqual([...ticked.kept], [`${ROOT}/calc.py`]);
+  assert.equal(ticked.update([`${ROOT}/calc.py`]), false, "the picker reporting back what was drawn");
+  assert.equal(ticked.update([]), true);
+  assert.equal(ticked.kept.size, 0);
 });

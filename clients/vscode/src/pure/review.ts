@@ -102,3 +102,24 @@ export function leftOutReason(files: ReviewFile[], kept: ReadonlySet<string>, fo
   if (keptFiles.length === 0) return "discarded in the review";
   return `kept ${names(keptFiles)}; left out ${names(left)}`;
 }
+
+/** The files ticked in the review picker. `update` takes the picker's selection and says
+ * whether the person changed it (the picker also reports back what the extension set). */
+export class Ticked {
+  private uris: Set<string>;
+
+  constructor(uris: Iterable<string>) {
+    this.uris = new Set(uris);
+  }
+
+  get kept(): ReadonlySet<string> {
+    return this.uris;
+  }
+
+  update(selected: Iterable<string>): boolean {
+    const next = new Set(selected);
+    if (next.size === this.uris.size && [...next].every((uri) => this.uris.has(uri))) return false;
+    this.uris = next;
+    return true;
+  }
+}
