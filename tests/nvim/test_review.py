@@ -497,3 +497,22 @@ def test_the_summary_of_scattered_kept_changes_stays_short(editor: Editor,
       return { all_kept, text }""", str(project / "src" / "big.txt"))
     assert summary == [False, "kept 1000 of 2000 changes in src/big.txt (1, 3, 5, 7, 9, 11, 13,"
                               " 15, and 992 more ranges)"]
+
+
+def test_a_buffer_written_then_closed_during_the_review(editor: Editor, model: ReplayServer,
+                                                        project: Path) -> None:
+    """:w then closing the buffer keeps what was written: the review ends with it kept."""
+    (project / "src" / "math.txt").write_text(MATH)
+    two_hunk_turn(model)
+    bufnr = editor.open("src/math.txt")
+    editor.nvim.command("AgentChat rename lines 2 and 18")
+    wait_review(editor)
+
+    editor.lua("vim.api.nvim_buf_call(..., function() vim.cmd('silent write') end)", bufnr)
+    editor.nvim.command(f"bwipeout {bufnr}")
+
+    editor.wait("the run to end", lambda: not running(editor))
+    assert (project / "src" / "math.txt").read_text() == BOTH
+    assert editor.lua(STATE) is None
+    text = chat_text(editor)
+    assert "edit applied" in text, text
