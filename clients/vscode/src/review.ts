@@ -28,7 +28,8 @@ function pick(files: ReviewFile[], label: string, folder: string | undefined): P
     type Item = vscode.QuickPickItem & { uri: string };
     const qp = vscode.window.createQuickPick<Item>();
     qp.title = `${label} — Enter keeps the ticked files`;
-    qp.placeholder = "Untick a file to leave it out · Esc discards all · ☑ button: change by change";
+    // Short enough to show whole beside the "2 Selected" badge; the buttons' tooltips say the rest.
+    qp.placeholder = "Untick a file to leave it out · Esc discards all";
     qp.canSelectMany = true;
     qp.ignoreFocusOut = true;
     qp.matchOnDetail = true;
