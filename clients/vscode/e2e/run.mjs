@@ -666,7 +666,15 @@ async function earlierTurns(frame, { first, more, shown, name }) {
   const streamed = await frame.locator("section.turn").last().textContent();
   if (!streamed.includes("Stream the long answer")) fail("the streamed turn is no longer the last one");
   await shot(`${name}-shown`);
-  await frame.locator("section.turn", { hasText: question(first - 11) }).scrollIntoViewIfNeeded();
+  const read = frame.locator("section.turn", { hasText: question(first - 11) });
+  await read.scrollIntoViewIfNeeded();
+  // Scrolled to, a turn is drawn (content-visibility: auto lays it out a frame later).
+  await until(`turn ${first - 11} drawn once scrolled to`, () => read.evaluate((node) =>
+    node.querySelector(".prompt").checkVisibility({ contentVisibilityAuto: true })), T.short);
+  await read.evaluate((node) => new Promise((resolve) => {
+    const view = node.ownerDocument.defaultView;
+    view.requestAnimationFrame(() => view.requestAnimationFrame(resolve));
+  }));
   await shot(`${name}-read`);
   log(`'Earlier turns (${more} more)' put turns ${first - added}-${first - 1} above the ${shown} shown; ` +
       `the view stayed put (${before.toFixed(0)} -> ${after.toFixed(0)} -> ${settled.toFixed(0)} px)`);
