@@ -13,6 +13,10 @@
 ;; AGENTLS_EGLOT_OPTIONS (JSON: initializationOptions), AGENTLS_EGLOT_FILE (the file to
 ;; open), AGENTLS_EGLOT_OUT (the report).  eglot's request timeout is its own (jsonrpc's
 ;; 10 s); the scripted chat takes longer than that.
+;;
+;; Behind a multiplexer (rassumfrassum, with a linter beside AgentLS), the linter publishes
+;; the diagnostic: AGENTLS_EGLOT_LINTER=1 injects none; AGENTLS_EGLOT_FIXED (default
+;; "a + b") is the text that shows the fix landed, AGENTLS_EGLOT_CHAT the chat's question.
 
 (require 'package)
 (package-initialize)  ; Debian's elpa-eglot lives in /usr/share/emacs/site-lisp/elpa
@@ -30,6 +34,12 @@
 (defvar agentls-test--prompts nil "window/showMessageRequest texts, newest first.")
 (defvar agentls-test--errors nil "Errors a step signalled (a timeout would be one).")
 (defvar agentls-test--steps nil "What the session did, in order (newest first).")
+(defvar agentls-test--linter (equal (getenv "AGENTLS_EGLOT_LINTER") "1")
+  "A linter behind the same multiplexer publishes the diagnostics.")
+(defvar agentls-test--chat (or (getenv "AGENTLS_EGLOT_CHAT") "Add a docstring to add()")
+  "What the person asks with `agentls-chat'.")
+(defvar agentls-test--fixed (or (getenv "AGENTLS_EGLOT_FIXED") "a + b")
+  "Text in the buffer once the fix landed.")
 
 (defun agentls-test--step (format &rest args)
   (let ((line (apply #'format format args)))
@@ -122,7 +132,7 @@ the didChange.  Batch Emacs never goes idle, so its timer is run here."
 (let* ((file (agentls-test--env "AGENTLS_EGLOT_FILE"))
        (buffer (find-file file))
        (report (agentls-test--env "AGENTLS_EGLOT_OUT"))
-       server menu)
+       server menu diagnostics)
   (with-current-buffer buffer
     (agentls-test--step "opened %s in %s" (file-name-nondirectory file) major-mode)
     (agentls-test--guard "eglot"
@@ -134,13 +144,19 @@ the didChange.  Batch Emacs never goes idle, so its timer is run here."
       ;; A diagnostic on `return a - b', as a linter behind this server would publish it:
       ;; eglot sends only its own server's diagnostics with a code action request, and
       ;; AgentLS publishes none itself.
-      (eglot-handle-notification
-       server 'textDocument/publishDiagnostics :uri (eglot--path-to-uri file)
-       :diagnostics (vector '(:range (:start (:line 1 :character 11)
-                                      :end (:line 1 :character 16))
-                              :severity 1 :source "review" :message "add() subtracts")))
+      (unless agentls-test--linter
+        (eglot-handle-notification
+         server 'textDocument/publishDiagnostics :uri (eglot--path-to-uri file)
+         :diagnostics (vector '(:range (:start (:line 1 :character 11)
+                                        :end (:line 1 :character 16))
+                                :severity 1 :source "review" :message "add() subtracts"))))
       (flymake-start)
-      (agentls-test--wait "flymake" (lambda () (flymake-diagnostics (point-min) (point-max))) 5)
+      (agentls-test--wait "flymake" (lambda () (flymake-diagnostics (point-min) (point-max))) 20)
+      (setq diagnostics (mapcar (lambda (d) (format "%d: %s" (line-number-at-pos
+                                                              (flymake-diagnostic-beg d))
+                                                    (flymake-diagnostic-text d)))
+                                (flymake-diagnostics (point-min) (point-max))))
+      (agentls-test--step "flymake shows %S" diagnostics)
       ;; The person, on line 2, opens eglot's code action menu and picks the fix.
       (goto-char (point-min))
       (forward-line 1)
@@ -158,14 +174,15 @@ the didChange.  Batch Emacs never goes idle, so its timer is run here."
                                 (- (float-time) started)))))
       (when (agentls-test--wait "the fix" (lambda () (save-excursion
                                                          (goto-char (point-min))
-                                                         (search-forward "a + b" nil t)))
+                                                         (search-forward agentls-test--fixed
+                                                                         nil t)))
                                 30)
         (agentls-test--step "the fix is in the buffer")
         (agentls-test--go-idle buffer))
       ;; Then a question through the command, as `M-x agentls-chat' sends it.
       (agentls-test--guard "agentls-chat"
         (let* ((started (float-time))
-               (answer (agentls-chat "Add a docstring to add()")))
+               (answer (agentls-chat agentls-test--chat)))
           (agentls-test--step "agentls.chat returned after %.2f s: run %s"
                               (- (float-time) started) (plist-get answer :runId))))
       (when (agentls-test--wait "the chat's edit" (lambda () (save-excursion
@@ -197,6 +214,7 @@ the didChange.  Batch Emacs never goes idle, so its timer is run here."
                          :eglot (package-version-join (package-desc-version (cadr (assq (quote eglot) package-alist))))
                          :requestTimeout jsonrpc-default-request-timeout
                          :menu (vconcat menu)
+                         :diagnostics (vconcat diagnostics)
                          :buffer text
                          :records (vconcat records)
                          :messages (vconcat (reverse agentls-test--messages))

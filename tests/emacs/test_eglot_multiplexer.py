@@ -1,0 +1,107 @@
+"""eglot runs one server per buffer and sends only that server's diagnostics with
+``textDocument/codeAction``; AgentLS publishes none. Behind the LSP multiplexer
+rassumfrassum (``rass``, by eglot's author), eglot talks to ``ruff server`` and
+``agentls serve`` at once, as the README's eglot recipe sets it up: flymake shows ruff's
+diagnostic, eglot's code action menu offers "AgentLS: Fix …" for it, and ``agentls.chat``
+reaches AgentLS through rass as well. Real Emacs 28 +
+eglot 1.9, real rass, real ruff, real ``agentls serve``; the model is the scripted one
+(agentls.devtools.replay, not a real model).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentls.devtools.replay import ReplayServer
+from tests.emacs.test_eglot import SESSION, emacs_with_eglot
+
+BIN = Path(sys.executable).parent  # the venv's rass, ruff and agentls
+AREA = "def area(r):\n    return pi * r**2\n"
+FIXED = "from math import pi\n\n\ndef area(r):\n    return pi * r**2\n"
+DOC = '    """Return the area of a circle of radius r."""\n'
+DOCUMENTED = FIXED.replace("def area(r):\n", "def area(r):\n" + DOC)
+
+SCRIPT = {"steps": [
+    {"match": {"user": "Undefined name", "tool_results": False},
+     "reply": {"tool_calls": [{"id": "fix", "name": "edit_file", "arguments": {
+         "path": "area.py",
+         "edits": [{"search": "def area(r):\n",
+                    "replace": "from math import pi\n\n\ndef area(r):\n"}]}}]}},
+    {"match": {"user": "Undefined name", "tool_results": True},
+     "reply": {"text": "Imported pi from math."}},
+    {"match": {"user": "docstring", "tool_results": False},
+     "reply": {"tool_calls": [{"id": "doc", "name": "edit_file", "arguments": {
+         "path": "area.py",
+         "edits": [{"search": "def area(r):\n", "replace": "def area(r):\n" + DOC}]}}]}},
+    {"match": {"user": "docstring", "tool_results": True},
+     "reply": {"text": "Added a docstring to area()."}},
+]}
+
+
+def test_eglot_fixes_ruffs_diagnostic_through_rass(tmp_path: Path) -> None:
+    emacs = emacs_with_eglot()
+    for tool in ("rass", "ruff", "agentls"):
+        if not (BIN / tool).exists():
+            pytest.skip(f"{tool} is not installed in this venv: pip install -e '.[dev]'")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "area.py").write_text(AREA)
+    home = tmp_path / "home"
+    home.mkdir()
+    log = tmp_path / "server.log"
+    report = tmp_path / "report.json"
+    with ReplayServer(SCRIPT) as model:
+        agentls_options = {
+            "backend": "scripted",
+            "backends": {"scripted": {"base_url": model.base_url, "model": "scripted-model",
+                                      "api_key_env": None, "context_max_tokens": 32000}},
+            "cache": {"enabled": False}, "retry": {"max_retries": 0},
+        }
+        # rass hands a server the options under a pattern its name matches (a server's name
+        # is its program's, "#N" added after the first): ruff gets none of AgentLS's.
+        options = {"rass": {"agentls": agentls_options}}
+        server = [str(BIN / "rass"), "--",
+                  str(BIN / "agentls"), "serve", "--log-file", str(log),
+                  "--", str(BIN / "ruff"), "server"]
+        env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+               "XDG_CACHE_HOME": str(home / ".cache"),
+               "AGENTLS_EGLOT_SERVER": json.dumps(server),
+               "AGENTLS_EGLOT_OPTIONS": json.dumps(options),
+               "AGENTLS_EGLOT_FILE": str(project / "area.py"),
+               "AGENTLS_EGLOT_LINTER": "1", "AGENTLS_EGLOT_FIXED": "from math import pi",
+               "AGENTLS_EGLOT_CHAT": "Add a docstring to area()",
+               "AGENTLS_EGLOT_OUT": str(report)}
+        done = subprocess.run([emacs, "--batch", "-l", str(SESSION)], env=env, cwd=project,
+                              capture_output=True, text=True, timeout=120)
+        remaining = model.remaining_steps()
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    result = json.loads(report.read_text())
+    print("\n".join(result["steps"]))
+    print("menu:", result["menu"])
+
+    assert result["errors"] == [], (result, output)
+    # flymake shows ruff's diagnostic (from ruff, through rass; AgentLS publishes none).
+    assert any(d.startswith("2: ") and "Undefined name `pi`" in d
+               for d in result["diagnostics"]), result["diagnostics"]
+    # eglot's menu at that line lists AgentLS's Fix for it, beside ruff's own actions.
+    assert any(t.startswith("AgentLS: Fix 'Undefined name `pi`") for t in result["menu"]), \
+        result["menu"]
+    # The fix, then the chat's edit: in the buffer, in the saved file, recorded applied.
+    assert result["buffer"] == DOCUMENTED
+    assert (project / "area.py").read_text() == DOCUMENTED
+    records = {r["title"]: r["applied"] for r in result["records"]}
+    assert sorted(records.values()) == [["applied"], ["applied"]], records
+    assert result["prompts"] == [], result["prompts"]
+    assert not [m for m in result["messages"] if "not applied" in m or "does not hold" in m]
+    assert any("Added a docstring to area()." in m and "Edit applied: area.py." in m
+               for m in result["messages"]), result["messages"]
+    assert remaining == [], remaining
+    server_log = log.read_text()
+    assert " ERROR " not in server_log and "Traceback" not in server_log, server_log
