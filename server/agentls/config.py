@@ -34,6 +34,7 @@ from agentls.config_files import (
     deep_merge,
     env_settings,
     file_layers,
+    flag_layer,
     flatten,
     get_dotted,
     merge_layers,
@@ -113,10 +114,7 @@ def load(
     if client:
         layers.append(Layer("client", dict(client)))
     if flags:
-        flag_data: dict[str, Any] = {}
-        for key, value in flags.items():
-            set_dotted(flag_data, key, value)
-        layers.append(Layer("command line", flag_data))
+        layers.append(flag_layer(flags))
     merged = merge_layers(layers, environ)
     settings = validate(merged, layers)
     return LoadedSettings(settings, layers, notices)

@@ -72,6 +72,14 @@ def source_of(layers: Sequence[Layer], key: str) -> str:
     return "default"
 
 
+def flag_layer(flags: Mapping[str, Any]) -> Layer:
+    """The command line's dotted keys (``--set model=x`` and the like) as the top layer."""
+    data: dict[str, Any] = {}
+    for key, value in flags.items():
+        set_dotted(data, key, value)
+    return Layer("command line", data)
+
+
 def file_layers(defaults: dict[str, Any], workspace: Path | None, env: Mapping[str, str],
                 editor_trusted: bool = False) -> tuple[list[Layer], list[str]]:
     """The defaults, the user's file and the workspace's file as layers, and the notices for the

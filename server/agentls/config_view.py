@@ -27,6 +27,7 @@ from agentls.config_files import (
     deep_merge,
     env_settings,
     file_layers,
+    flag_layer,
     merge_layers,
     set_dotted,
     source_of,
@@ -105,10 +106,7 @@ def read(workspace: Path | None, env: Mapping[str, str] | None = None,
     try:
         layers.append(Layer("environment", _env_layer(environ)))
         if flags:
-            flag_data: dict[str, Any] = {}
-            for key, value in flags.items():
-                set_dotted(flag_data, key, value)
-            layers.append(Layer("command line", flag_data))
+            layers.append(flag_layer(flags))
         merged = merge_layers(layers, environ)
         values = _checked(merged)
     except (_Unjudged, TypeError, AttributeError):
