@@ -516,3 +516,128 @@ def test_a_buffer_written_then_closed_during_the_review(editor: Editor, model: R
     assert editor.lua(STATE) is None
     text = chat_text(editor)
     assert "edit applied" in text, text
+
+
+FORTY = """
+local root, n = ...
+local changes = {}
+for k = 1, n do
+  local path = string.format("%s/src/file%02d.txt", root, k)
+  table.insert(changes, { textDocument = { uri = vim.uri_from_fname(path), version = vim.NIL },
+    edits = { { range = { start = { line = 1, character = 0 },
+      ["end"] = { line = 1, character = 6 } }, newText = "LINE 2" } } })
+end
+_G.big_answer = nil
+_G.big_run = coroutine.create(function()
+  _G.big_answer = require("agentls.preview").handle(nil,
+    { edit = { documentChanges = changes }, label = "forty files" }, { client_id = -1 })
+end)
+assert(coroutine.resume(_G.big_run))
+"""
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux draws the real terminal screen")
+def test_a_forty_file_review_ends_without_a_hit_enter_prompt(
+        tmp_path: Path, project: Path, model: ReplayServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edit of 40 files, reviewed in a real 80-column terminal (tmux) with notifications
+    on: the "review done" message is one line that fits the screen, so Neovim does not stop
+    at a hit-enter prompt, the applyEdit request is answered, and `:AgentReview list` shows
+    each file's outcome afterwards (tests/artifacts/nvim-review-forty-files.txt)."""
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(name, str(tmp_path / name.lower()))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    count = 40
+    for k in range(1, count + 1):
+        (project / "src" / f"file{k:02d}.txt").write_text("line 1\nline 2\nline 3\n")
+    pack = tmp_path / "pack"
+    (pack / "pack" / "agentls" / "opt").mkdir(parents=True)
+    (pack / "pack" / "agentls" / "opt" / "agentls").symlink_to(PLUGIN)
+    init = tmp_path / "init.lua"
+    server = [sys.executable, "-m", "agentls", "serve"]
+    init.write_text((INIT % {"pack": lua_string(str(pack)),
+                             "cmd": "{" + ", ".join(lua_string(c) for c in server) + "}",
+                             "settings": lua_string(json.dumps(options_for(model)))})
+                    .replace("vim.o.columns, vim.o.lines = 80, 24", ""))
+    sock, tmux = tmp_path / "nvim.sock", ["tmux", "-L", f"agentls-test-{os.getpid()}"]
+    subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "24", "-c", str(project),
+                    f"{nvim_binary()} -n -i NONE -u {init} --listen {sock} src/file01.txt"],
+                   check=True)
+
+    def capture() -> str:
+        return subprocess.run([*tmux, "capture-pane", "-p"], check=True, capture_output=True,
+                              text=True).stdout
+
+    try:
+        deadline = time.monotonic() + 30
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        nvim = pynvim.attach("socket", path=str(sock))
+        editor = Editor(nvim, project)
+        editor.wait("the client", lambda: editor.lua(
+            "local c = vim.lsp.get_clients({name='agentls'})[1] return c ~= nil and c.initialized"))
+        assert editor.lua("return require('agentls.config').options.notify") is True
+        editor.lua(FORTY, str(project), count)
+        state = wait_review(editor)
+        assert len(state["files"]) == count
+        # Reject all in one step: forty outcomes to tell.
+        nvim.input(":AgentReview reject_all<CR>")  # typed in the terminal's Neovim
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and nvim.api.get_mode()["mode"] != "r" \
+                and (nvim.api.get_mode()["blocking"] or editor.lua("return _G.big_answer") is None):
+            time.sleep(0.05)
+        time.sleep(0.3)  # the message drawn
+        mode = nvim.api.get_mode()  # a fast call: it answers even at a hit-enter prompt
+        screen = capture()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (ARTIFACTS / "nvim-review-forty-files.txt").write_text(screen, encoding="utf-8")
+        assert mode == {"mode": "n", "blocking": False}, screen
+        answer = editor.lua("return _G.big_answer")
+        assert answer["applied"] is False
+        assert answer["failureReason"].count("rejected src/file") == count
+        last = [line for line in screen.splitlines() if line.strip()][-1]
+        assert last.strip() == "AgentLS: review done: rejected 40 files (:AgentReview list)", screen
+        assert all((project / "src" / f"file{k:02d}.txt").read_text() == "line 1\nline 2\nline 3\n"
+                   for k in range(1, count + 1))
+
+        # Each file's outcome, after the review, in the list.
+        nvim.command("AgentReview list")
+        listed = editor.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)")
+        assert listed[0] == "forty files (review done)"
+        assert listed[1:] == [f"rejected src/file{k:02d}.txt" for k in range(1, count + 1)]
+        nvim.command("redraw!")
+        time.sleep(0.3)
+        screen = capture()
+        (ARTIFACTS / "nvim-review-forty-files-list.txt").write_text(screen, encoding="utf-8")
+        assert "forty files (review done)" in screen, screen
+        assert nvim.api.get_mode() == {"mode": "n", "blocking": False}, screen
+    finally:
+        subprocess.run([*tmux, "kill-server"], check=False)
+
+
+def test_the_headline_fits_the_width_for_any_outcome(editor: Editor, project: Path) -> None:
+    """Kept, partly kept, rejected and failed files counted in one line within the width; the
+    whole summary when it fits; cut with an ellipsis on a screen too narrow even for counts."""
+    headline = """
+      local width, hint = ...
+      local files = {}
+      for k = 1, 30 do
+        local states = k <= 20 and { "kept", "kept" } or (k <= 25 and { "kept", "rejected" }
+          or { "rejected", "rejected" })
+        local hs = {}
+        for i, s in ipairs(states) do table.insert(hs, { index = i, state = s }) end
+        table.insert(files, { path = vim.fn.getcwd() .. "/src/f" .. k .. ".txt", kind = "update",
+          hunks = hs })
+      end
+      table.insert(files, { path = vim.fn.getcwd() .. "/src/new.py", kind = "create",
+        state = "failed" })
+      return require("agentls.review.files").headline(files, width, hint)"""
+    counts = "kept 20 files, partly kept 5, rejected 5, failed 1"
+    assert editor.lua(headline, 80, " (:AgentReview list)") == counts + " (:AgentReview list)"
+    assert editor.lua(headline, 60, " (:AgentReview list)") == counts  # the hint left out
+    assert editor.lua(headline, 20, "") == "kept 20 files, part…"
+    short = editor.lua("""
+      local f = { path = vim.fn.getcwd() .. "/src/a.txt", kind = "update",
+        hunks = { { index = 1, state = "kept" }, { index = 2, state = "rejected" } } }
+      return require("agentls.review.files").headline({ f }, 60, " (:AgentReview list)")""")
+    assert short == "kept 1 of 2 changes in src/a.txt (1)"

@@ -215,8 +215,8 @@ local function kept_ranges(f)
   return table.concat(ranges, ", ")
 end
 
---- Whether every file was kept whole, and what was kept, said in one line.
-function M.summary(files)
+--- Whether every file was kept whole, and each file's outcome ("kept 2 of 3 changes in x").
+function M.outcomes(files)
   local parts, all_kept = {}, true
   for _, f in ipairs(files) do
     local state = M.state(f)
@@ -240,7 +240,56 @@ function M.summary(files)
       table.insert(parts, string.format("%s %s %s", verb, M.KIND[f.kind], shown(f.path)))
     end
   end
+  return all_kept, parts
+end
+
+--- Whether every file was kept whole, and what was kept, said in one line (the answer's
+--- failureReason; unbounded in the number of files).
+function M.summary(files)
+  local all_kept, parts = M.outcomes(files)
   return all_kept, table.concat(parts, "; ")
+end
+
+local function plural(n, word)
+  return string.format("%d %s%s", n, word, n == 1 and "" or "s")
+end
+
+--- The summary as one line of at most `width` display cells, for any number of files: the
+--- whole summary when it fits, else counts of files kept, partly kept, rejected and failed
+--- (`hint` appended when it fits too), cut with "…" on a screen too narrow for even that.
+function M.headline(files, width, hint)
+  local _, text = M.summary(files)
+  if vim.fn.strdisplaywidth(text) <= width then
+    return text
+  end
+  local n = { kept = 0, partly = 0, rejected = 0, failed = 0 }
+  for _, f in ipairs(files) do
+    local state = M.state(f)
+    if state == "kept" then
+      n.kept = n.kept + 1
+    elseif state == "failed" then
+      n.failed = n.failed + 1
+    elseif state == "partial" then
+      n.partly = n.partly + 1
+    else
+      n.rejected = n.rejected + 1
+    end
+  end
+  local parts = {}
+  for _, key in ipairs({ "kept", "partly", "rejected", "failed" }) do
+    if n[key] > 0 then
+      local verb = key == "partly" and "partly kept" or key
+      table.insert(parts, #parts == 0 and (verb .. " " .. plural(n[key], "file")) or (verb .. " " .. n[key]))
+    end
+  end
+  local line = table.concat(parts, ", ")
+  if hint and vim.fn.strdisplaywidth(line .. hint) <= width then
+    return line .. hint
+  end
+  if vim.fn.strdisplaywidth(line) > width then
+    line = vim.fn.strcharpart(line, 0, math.max(width - 1, 0)) .. "…"
+  end
+  return line
 end
 
 return M

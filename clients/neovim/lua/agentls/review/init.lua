@@ -42,6 +42,7 @@ end
 -- --- keys -------------------------------------------------------------------------------------
 
 local ACTIONS -- name -> function, filled below
+local last -- the last review's outcome, { label, lines = { "kept src/a.py", ... } }
 
 local function go(item)
   navigate.go(active, item)
@@ -192,7 +193,13 @@ finish = function()
       require("vim.lsp._changetracking").flush(review.client)
     end)
   end
-  notify("review done: " .. text)
+  -- One line that fits the screen whatever the number of files: a longer message would stop
+  -- Neovim at a hit-enter prompt. Each file's outcome stays in `:AgentReview list`.
+  local _, outcomes = files.outcomes(review.files)
+  last = { label = review.label, lines = outcomes }
+  local prefix = "AgentLS: review done: "
+  local width = math.max(vim.v.echospace - vim.fn.strdisplaywidth(prefix), 1)
+  notify("review done: " .. files.headline(review.files, width, " (:AgentReview list)"))
   if review.co and coroutine.status(review.co) == "suspended" then
     coroutine.resume(review.co, review.answer)
   end
@@ -332,8 +339,28 @@ function M.run(edit, label, encoding, client, files_of)
 end
 
 --- :AgentReview {action}
+--- The last review's outcome, a file a line, in a scratch buffer below.
+local function show_last()
+  vim.cmd("botright new")
+  local buf = vim.api.nvim_get_current_buf()
+  vim.bo[buf].buftype, vim.bo[buf].bufhidden, vim.bo[buf].swapfile = "nofile", "wipe", false
+  vim.api.nvim_buf_set_lines(
+    buf,
+    0,
+    -1,
+    false,
+    vim.list_extend({ (last.label or "AgentLS: edit") .. " (review done)" }, vim.deepcopy(last.lines))
+  )
+  vim.bo[buf].modifiable = false
+  vim.api.nvim_win_set_height(0, math.min(#last.lines + 1, math.max(math.floor(vim.o.lines / 3), 3)))
+end
+
 function M.action(name)
   if not active then
+    if last and (name == nil or name == "" or name == "list") then
+      show_last()
+      return
+    end
     notify("no review is open", vim.log.levels.WARN)
     return
   end
