@@ -4,8 +4,8 @@ import * as fs from "node:fs";
 import * as vscode from "vscode";
 import type { LanguageClient } from "vscode-languageclient/node";
 import {
-  applyEvent, applyResult, type ChatEvent, type ChatResult, emptyModel, failTurn, fromTurns,
-  type PanelModel, restoreFailure, running, startTurn, type Turn, type TurnRecord,
+  applyEvent, applyResult, cancelRefused, type ChatEvent, type ChatResult, emptyModel, failTurn,
+  fromTurns, type PanelModel, restoreFailure, running, startTurn, type Turn, type TurnRecord,
 } from "./pure/model";
 import { EarlierTurns } from "./pure/earlier";
 import { type PanelOp, ViewSync } from "./pure/view";
@@ -180,7 +180,12 @@ export class Chat {
     const client = this.client();
     if (turn.runId && client?.isRunning()) {
       try {
-        await client.sendRequest("agentls/cancel", { runId: turn.runId });
+        const result = await client.sendRequest<{ cancelled?: boolean } | null>(
+          "agentls/cancel", { runId: turn.runId });
+        if (!result?.cancelled) {
+          cancelRefused(turn, this.status.isReviewing());
+          this.touch(turn);
+        }
         return true;
       } catch (error) {
         turn.parts.push({ type: "note", level: "warning",

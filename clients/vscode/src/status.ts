@@ -35,6 +35,11 @@ export class StatusItem implements vscode.Disposable {
     }
   }
 
+  /** Whether an agent edit waits for the person's review now. */
+  isReviewing(): boolean {
+    return this.review > 0;
+  }
+
   set(status: Status, detail = ""): void {
     this.last = [status, detail];
     if (this.review > 0) return;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
-  applyEvent, applyResult, type ChatEvent, emptyModel, failTurn, fromTurns, prependTurns,
+  applyEvent, applyResult, cancelRefused, type ChatEvent, emptyModel, failTurn, fromTurns, prependTurns,
   restoreFailure, startTurn, took, type TurnRecord,
 } from "../src/pure/model";
 import { EarlierTurns, type TurnsPage } from "../src/pure/earlier";
@@ -248,4 +248,33 @@ test("'Earlier turns': one fetch at a time; an answer for a conversation no long
   const failing = await pager.click(model, sync, async () => { throw new Error("gone"); }, () => shown);
   assert.equal(failing, undefined); // its failure is not shown over the other conversation either
   assert.equal(await pager.click(emptyModel(), sync, async () => ({ turns: [], start: 0 }), () => shown), undefined);
+});
+
+test("a cancel the server refuses while the edit waits for review says so, not 'cancelling…'", () => {
+  seq = 0;
+  const model = emptyModel();
+  const turn = startTurn(model, "rename lines");
+  applyEvent(model, ev("toolCall", { callId: "c1", name: "edit_file", arguments: "{}" }));
+  turn.status = "cancelling…"; // what Cancel shows while agentls/cancel is asked
+  cancelRefused(turn, true);
+  assert.equal(turn.state, "running");
+  assert.equal(turn.status, "waiting for your review");
+  assert.deepEqual(turn.parts.at(-1), { type: "note", level: "info", text: "Not stopped: its edit is " +
+    "waiting for your review; the turn ends with it (keep or discard it in the review)" });
+  // The review decided: the turn ends with the edit's outcome, as any turn does.
+  applyResult(model, turn, { stopReason: "done", text: "Renamed.", applied: true });
+  assert.equal(turn.state, "done");
+  assert.notEqual(turn.status, "waiting for your review");
+
+  const late = startTurn(model, "again");
+  late.status = "cancelling…";
+  cancelRefused(late, false);
+  assert.equal(late.status, "finishing");
+  assert.match((late.parts.at(-1) as { text: string }).text, /^Not stopped: its edit was already delivered/);
+  // Refused after the turn ended: nothing added, its outcome stands.
+  applyResult(model, late, { stopReason: "done", text: "ok" });
+  const parts = late.parts.length;
+  cancelRefused(late, true);
+  assert.equal(late.parts.length, parts);
+  assert.equal(late.state, "done");
 });

@@ -226,6 +226,18 @@ export function failTurn(turn: Turn, message: string): void {
   turn.status = "";
 }
 
+/** Cancel asked, and the server answered `cancelled: false`: the run goes on, so the turn
+ * says why instead of a "cancelling…" that would never end. While its edit waits for the
+ * person's review the server does not stop it (the edit is out); the turn ends with the review. */
+export function cancelRefused(turn: Turn, reviewing: boolean): void {
+  if (turn.state !== "running") return; // it ended meanwhile: its outcome says the rest
+  const why = reviewing
+    ? "its edit is waiting for your review; the turn ends with it (keep or discard it in the review)"
+    : "its edit was already delivered, or it had finished; the turn ends in a moment";
+  turn.parts.push({ type: "note", level: "info", text: `Not stopped: ${why}` });
+  turn.status = reviewing ? "waiting for your review" : "finishing";
+}
+
 /** One turn as the server's display-ready history gives it (agentls/turns). */
 export interface TurnRecord {
   index?: number;
