@@ -11,19 +11,21 @@ first token, so a command held for the run would fail with "Timed out".
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from agentls.devtools.replay import ReplayServer
+from tests.emacs.conftest import (
+    SESSION,
+    assert_both_edits_landed,
+    emacs_with_eglot,
+    scripted_options,
+    session_env,
+)
 
-SESSION = Path(__file__).with_name("eglot_session.el")
 REQUEST_TIMEOUT_S = 10  # jsonrpc-default-request-timeout, as eglot uses it
 CHAT_FIRST_TOKEN_S = REQUEST_TIMEOUT_S + 1.0
 CALC = "def add(a, b):\n    return a - b\n"
@@ -51,38 +53,19 @@ SCRIPT = {"steps": [
 ]}
 
 
-def emacs_with_eglot() -> str:
-    emacs = shutil.which("emacs")
-    if emacs is None or subprocess.run(
-            [emacs, "--batch", "--eval", "(progn (package-initialize) (require 'eglot))"],
-            capture_output=True, timeout=60).returncode != 0:
-        pytest.skip("Emacs with eglot is not installed: `make emacs-eglot` installs it")
-    return emacs
-
-
 def test_eglot_fixes_and_chats_without_a_plugin(tmp_path: Path) -> None:
     emacs = emacs_with_eglot()
     project = tmp_path / "project"
     project.mkdir()
     (project / "calc.py").write_text(CALC)
-    home = tmp_path / "home"  # no user config of the person running the tests
-    home.mkdir()
     log = tmp_path / "server.log"
     report = tmp_path / "report.json"
     with ReplayServer(SCRIPT) as model:
-        options = {
-            "backend": "scripted",
-            "backends": {"scripted": {"base_url": model.base_url, "model": "scripted-model",
-                                      "api_key_env": None, "context_max_tokens": 32000}},
-            "cache": {"enabled": False}, "retry": {"max_retries": 0},
-        }
-        env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-               "XDG_CACHE_HOME": str(home / ".cache"),
-               "AGENTLS_EGLOT_SERVER": json.dumps(
-                   [sys.executable, "-m", "agentls", "serve", "--log-file", str(log)]),
-               "AGENTLS_EGLOT_OPTIONS": json.dumps(options),
-               "AGENTLS_EGLOT_FILE": str(project / "calc.py"),
-               "AGENTLS_EGLOT_OUT": str(report)}
+        env = session_env(
+            tmp_path,
+            server=json.dumps([sys.executable, "-m", "agentls", "serve", "--log-file", str(log)]),
+            options=json.dumps(scripted_options(model.base_url)),
+            file=str(project / "calc.py"), out=str(report))
         started = time.monotonic()
         done = subprocess.run([emacs, "--batch", "-l", str(SESSION)], env=env, cwd=project,
                               capture_output=True, text=True, timeout=180)
@@ -102,16 +85,7 @@ def test_eglot_fixes_and_chats_without_a_plugin(tmp_path: Path) -> None:
     returned = [s for s in result["steps"] if "returned after" in s]
     assert len(returned) == 2 and all(float(s.split("after ")[1].split(" s")[0]) < 1.0
                                       for s in returned), returned
-    # The buffer eglot edited, and the file the person saved, hold both changes.
-    assert result["buffer"] == DOCUMENTED
-    assert (project / "calc.py").read_text() == DOCUMENTED
-    # The server recorded both edits applied: never "not applied" for what landed.
-    records = {r["title"]: r["applied"] for r in result["records"]}
-    assert sorted(records.values()) == [["applied"], ["applied"]], records
-    assert result["prompts"] == [], result["prompts"]
-    assert not [m for m in result["messages"] if "not applied" in m or "does not hold" in m]
-    assert any("Added a docstring to add()." in m and "Edit applied: calc.py." in m
-               for m in result["messages"]), result["messages"]
-    assert remaining == [], remaining
-    server_log = log.read_text()
-    assert " ERROR " not in server_log and "Traceback" not in server_log, server_log
+    # The buffer eglot edited and the file the person saved hold both changes, recorded
+    # applied: never "not applied" for what landed.
+    assert_both_edits_landed(result, project / "calc.py", DOCUMENTED,
+                             "Added a docstring to add().", remaining, log)

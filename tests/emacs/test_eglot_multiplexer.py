@@ -11,7 +11,6 @@ eglot 1.9, real rass, real ruff, real ``agentls serve``; the model is the script
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,13 @@ from pathlib import Path
 import pytest
 
 from agentls.devtools.replay import ReplayServer
-from tests.emacs.test_eglot import SESSION, emacs_with_eglot
+from tests.emacs.conftest import (
+    SESSION,
+    assert_both_edits_landed,
+    emacs_with_eglot,
+    scripted_options,
+    session_env,
+)
 
 BIN = Path(sys.executable).parent  # the venv's rass, ruff and agentls
 AREA = "def area(r):\n    return pi * r**2\n"
@@ -52,31 +57,19 @@ def test_eglot_fixes_ruffs_diagnostic_through_rass(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     (project / "area.py").write_text(AREA)
-    home = tmp_path / "home"
-    home.mkdir()
     log = tmp_path / "server.log"
     report = tmp_path / "report.json"
     with ReplayServer(SCRIPT) as model:
-        agentls_options = {
-            "backend": "scripted",
-            "backends": {"scripted": {"base_url": model.base_url, "model": "scripted-model",
-                                      "api_key_env": None, "context_max_tokens": 32000}},
-            "cache": {"enabled": False}, "retry": {"max_retries": 0},
-        }
         # rass hands a server the options under a pattern its name matches (a server's name
         # is its program's, "#N" added after the first): ruff gets none of AgentLS's.
-        options = {"rass": {"agentls": agentls_options}}
+        options = {"rass": {"agentls": scripted_options(model.base_url)}}
         server = [str(BIN / "rass"), "--",
                   str(BIN / "agentls"), "serve", "--log-file", str(log),
                   "--", str(BIN / "ruff"), "server"]
-        env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-               "XDG_CACHE_HOME": str(home / ".cache"),
-               "AGENTLS_EGLOT_SERVER": json.dumps(server),
-               "AGENTLS_EGLOT_OPTIONS": json.dumps(options),
-               "AGENTLS_EGLOT_FILE": str(project / "area.py"),
-               "AGENTLS_EGLOT_LINTER": "1", "AGENTLS_EGLOT_FIXED": "from math import pi",
-               "AGENTLS_EGLOT_CHAT": "Add a docstring to area()",
-               "AGENTLS_EGLOT_OUT": str(report)}
+        env = session_env(
+            tmp_path, server=json.dumps(server), options=json.dumps(options),
+            file=str(project / "area.py"), linter="1", fixed="from math import pi",
+            chat="Add a docstring to area()", out=str(report))
         done = subprocess.run([emacs, "--batch", "-l", str(SESSION)], env=env, cwd=project,
                               capture_output=True, text=True, timeout=120)
         remaining = model.remaining_steps()
@@ -94,14 +87,5 @@ def test_eglot_fixes_ruffs_diagnostic_through_rass(tmp_path: Path) -> None:
     assert any(t.startswith("AgentLS: Fix 'Undefined name `pi`") for t in result["menu"]), \
         result["menu"]
     # The fix, then the chat's edit: in the buffer, in the saved file, recorded applied.
-    assert result["buffer"] == DOCUMENTED
-    assert (project / "area.py").read_text() == DOCUMENTED
-    records = {r["title"]: r["applied"] for r in result["records"]}
-    assert sorted(records.values()) == [["applied"], ["applied"]], records
-    assert result["prompts"] == [], result["prompts"]
-    assert not [m for m in result["messages"] if "not applied" in m or "does not hold" in m]
-    assert any("Added a docstring to area()." in m and "Edit applied: area.py." in m
-               for m in result["messages"]), result["messages"]
-    assert remaining == [], remaining
-    server_log = log.read_text()
-    assert " ERROR " not in server_log and "Traceback" not in server_log, server_log
+    assert_both_edits_landed(result, project / "area.py", DOCUMENTED,
+                             "Added a docstring to area().", remaining, log)
