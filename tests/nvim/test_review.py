@@ -52,6 +52,17 @@ def two_hunk_turn(model: ReplayServer, times: int = 1) -> None:
     ]})
 
 
+def review_two_hunks(editor: Editor, model: ReplayServer, project: Path) -> int:
+    """src/math.txt open, the two-hunk rename asked for in the chat and under review: its
+    buffer number."""
+    (project / "src" / "math.txt").write_text(MATH)
+    two_hunk_turn(model)
+    bufnr: int = editor.open("src/math.txt")
+    editor.nvim.command("AgentChat rename lines 2 and 18")
+    wait_review(editor)
+    return bufnr
+
+
 def keys(editor: Editor, typed: str) -> None:
     editor.nvim.input(typed)
     editor.lua("return 1")  # the input is handled before the next request
@@ -121,11 +132,7 @@ def test_keep_one_of_two_hunks(editor: Editor, model: ReplayServer, project: Pat
 
 
 def test_reject_all_changes_nothing(editor: Editor, model: ReplayServer, project: Path) -> None:
-    (project / "src" / "math.txt").write_text(MATH)
-    two_hunk_turn(model)
-    bufnr = editor.open("src/math.txt")
-    editor.nvim.command("AgentChat rename lines 2 and 18")
-    wait_review(editor)
+    bufnr = review_two_hunks(editor, model, project)
 
     keys(editor, "gR")
 
@@ -217,11 +224,7 @@ def test_several_files_with_a_create_and_a_delete(editor: Editor, model: ReplayS
 
 def test_a_second_review_while_one_is_open_is_refused(editor: Editor, model: ReplayServer,
                                                       project: Path) -> None:
-    (project / "src" / "math.txt").write_text(MATH)
-    two_hunk_turn(model)
-    editor.open("src/math.txt")
-    editor.nvim.command("AgentChat rename lines 2 and 18")
-    wait_review(editor)
+    review_two_hunks(editor, model, project)
     answer = editor.lua("return require('agentls.review').run({documentChanges = {}}, 'x',"
                         " 'utf-16', nil, require('agentls.preview').files)")
     assert answer["applied"] is False
@@ -246,11 +249,7 @@ def test_help_works_with_the_packadd_recipe(editor: Editor, tmp_path: Path) -> N
 
 def test_a_hunk_edited_during_the_review(editor: Editor, model: ReplayServer,
                                          project: Path) -> None:
-    (project / "src" / "math.txt").write_text(MATH)
-    two_hunk_turn(model)
-    bufnr = editor.open("src/math.txt")
-    editor.nvim.command("AgentChat rename lines 2 and 18")
-    wait_review(editor)
+    bufnr = review_two_hunks(editor, model, project)
     # The person rewrites the first proposed line (and adds one) before deciding.
     editor.lua("vim.api.nvim_buf_set_lines(..., 1, 2, false, {'line 2 mine', 'extra'})", bufnr)
     editor.lua("vim.api.nvim_win_set_cursor(0, {2, 0})")
@@ -270,11 +269,7 @@ def test_a_hunk_edited_during_the_review(editor: Editor, model: ReplayServer,
 
 def test_a_buffer_closed_during_the_review(editor: Editor, model: ReplayServer,
                                            project: Path) -> None:
-    (project / "src" / "math.txt").write_text(MATH)
-    two_hunk_turn(model)
-    bufnr = editor.open("src/math.txt")
-    editor.nvim.command("AgentChat rename lines 2 and 18")
-    wait_review(editor)
+    bufnr = review_two_hunks(editor, model, project)
 
     editor.nvim.command(f"bwipeout! {bufnr}")
 
@@ -286,11 +281,7 @@ def test_a_buffer_closed_during_the_review(editor: Editor, model: ReplayServer,
 
 def test_a_file_deleted_on_disk_during_the_review(editor: Editor, model: ReplayServer,
                                                   project: Path) -> None:
-    (project / "src" / "math.txt").write_text(MATH)
-    two_hunk_turn(model)
-    bufnr = editor.open("src/math.txt")
-    editor.nvim.command("AgentChat rename lines 2 and 18")
-    wait_review(editor)
+    bufnr = review_two_hunks(editor, model, project)
     (project / "src" / "math.txt").unlink()
 
     keys(editor, "gA")
@@ -502,11 +493,7 @@ def test_the_summary_of_scattered_kept_changes_stays_short(editor: Editor,
 def test_a_buffer_written_then_closed_during_the_review(editor: Editor, model: ReplayServer,
                                                         project: Path) -> None:
     """:w then closing the buffer keeps what was written: the review ends with it kept."""
-    (project / "src" / "math.txt").write_text(MATH)
-    two_hunk_turn(model)
-    bufnr = editor.open("src/math.txt")
-    editor.nvim.command("AgentChat rename lines 2 and 18")
-    wait_review(editor)
+    bufnr = review_two_hunks(editor, model, project)
 
     editor.lua("vim.api.nvim_buf_call(..., function() vim.cmd('silent write') end)", bufnr)
     editor.nvim.command(f"bwipeout {bufnr}")
