@@ -45,9 +45,14 @@ async def eglot_runs_the_fix(client: AgentClient, project: Path, uri: str) -> di
     has returned, the edit it applied reaches the server with its idle timer's didChange."""
     (fix, *_) = await list_actions(client, uri, rng(1, 12, 1, 12), [WRONG_OPERATOR])
     assert fix.command is not None and fix.command.command == "agentls.runAction"
+    return await eglot_executes(client, fix.command)
+
+
+async def eglot_executes(client: AgentClient, command: lsp.Command) -> dict[str, Any]:
+    """eglot's command request (10 s timeout) answers at once with the run started; the run's
+    workspace/applyEdit comes later, and the edit's didChange after eglot's idle timer."""
     started = time.monotonic()
-    result: dict[str, Any] = await asyncio.wait_for(execute(client, fix.command),
-                                                    EGLOT_TIMEOUT_S)
+    result: dict[str, Any] = await asyncio.wait_for(execute(client, command), EGLOT_TIMEOUT_S)
     assert time.monotonic() - started < 1.0, "the command held the client's request"
     assert result["started"] is True and result["runId"]
     for _ in range(600):
@@ -173,21 +178,8 @@ async def chat_command(client: AgentClient, params: dict[str, Any]) -> dict[str,
 async def eglot_chats(client: AgentClient, uri: str) -> dict[str, Any]:
     """What eglot does with ``M-x eglot-execute-command agentls.chat``: the command (10 s
     timeout), then, once it has returned, the applied edit's didChange from its idle timer."""
-    started = time.monotonic()
-    result = await asyncio.wait_for(chat_command(
-        client, {"prompt": "add() subtracts; fix it", "context": {"uri": uri}}), EGLOT_TIMEOUT_S)
-    assert time.monotonic() - started < 1.0, "the command held the client's request"
-    assert result["started"] is True and result["runId"]
-    for _ in range(600):
-        if client.edits:
-            break
-        await asyncio.sleep(0.05)
-    assert client.edits, [m.message for m in client.messages]
-    (params,) = client.edits
-    await asyncio.sleep(0.5)  # eglot-send-changes-idle-time
-    client.apply_to_documents = True
-    apply_to_open_documents(client, params.edit)
-    return result
+    return await eglot_executes(client, lsp.Command("Chat", "agentls.chat", arguments=[
+        {"prompt": "add() subtracts; fix it", "context": {"uri": uri}}]))
 
 
 async def closing_message(client: AgentClient) -> str:
