@@ -253,3 +253,17 @@ async def spawned(client: RecordingClient, env: dict[str, str],
 async def initialized(conn: Any, client: RecordingClient) -> Any:
     return await conn.initialize(protocol_version=acp.PROTOCOL_VERSION,
                                  client_capabilities=client.capabilities())
+
+
+async def cancelled_once(server: ReplayServer, project: Path, client: RecordingClient,
+                         prompt: str, ready: asyncio.Event, answer_within: float) -> Any:
+    """A turn on a new session, cancelled once ``ready`` is set (at most 30 s in): the
+    prompt's answer, which must come within ``answer_within`` seconds of the cancel."""
+    async with spawned(client, scripted_env(server), project) as (conn, _):
+        await initialized(conn, client)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        turn = asyncio.create_task(conn.prompt(session_id=session.session_id,
+                                               prompt=[acp.text_block(prompt)]))
+        await asyncio.wait_for(ready.wait(), 30)
+        await conn.cancel(session_id=session.session_id)
+        return await asyncio.wait_for(turn, answer_within)

@@ -19,6 +19,7 @@ from agentls.tools.sandbox import probe
 from tests.acp.acp_helpers import (
     SECRET,
     RecordingClient,
+    cancelled_once,
     initialized,
     make_project,
     read_edit_run_steps,
@@ -184,14 +185,8 @@ async def test_cancel_while_the_permission_is_never_answered(
         server: ReplayServer, project: Path) -> None:
     server.load({"steps": read_edit_run_steps()})
     client = RecordingClient(permission=None)
-    async with spawned(client, scripted_env(server), project) as (conn, _):
-        await initialized(conn, client)
-        session = await conn.new_session(cwd=str(project), mcp_servers=[])
-        turn = asyncio.create_task(conn.prompt(session_id=session.session_id,
-                                               prompt=[acp.text_block("fix it")]))
-        await asyncio.wait_for(client.asked.wait(), 30)
-        await conn.cancel(session_id=session.session_id)
-        answer = await asyncio.wait_for(turn, 10)
+    answer = await cancelled_once(server, project, client, "fix it", client.asked,
+                                  answer_within=10)
     assert answer.stop_reason == "cancelled"
     assert client.writes == []
     assert (project / "src" / "calc.py").read_text() == ORIGINAL_CALC

@@ -6,7 +6,6 @@ whose terminal fails gets the engine's own run."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from tests.acp.acp_helpers import (
     SECRET,
     RecordingClient,
     call,
+    cancelled_once,
     initialized,
     make_project,
     scripted_env,
@@ -118,14 +118,8 @@ async def test_cancel_kills_the_command_in_the_terminal(
         server: ReplayServer, project: Path) -> None:
     server.load({"steps": _steps("sleep 60", timeout=120)})
     client = RecordingClient(permission="reject_all", terminal=True)
-    async with spawned(client, scripted_env(server), project) as (conn, _):
-        await initialized(conn, client)
-        session = await conn.new_session(cwd=str(project), mcp_servers=[])
-        turn = asyncio.create_task(conn.prompt(session_id=session.session_id,
-                                               prompt=[acp.text_block("fix add")]))
-        await asyncio.wait_for(client.terminal_started.wait(), 30)
-        await conn.cancel(session_id=session.session_id)
-        answer = await asyncio.wait_for(turn, 15)
+    answer = await cancelled_once(server, project, client, "fix add", client.terminal_started,
+                                  answer_within=15)
     assert answer.stop_reason == "cancelled"
     (_, terminal), = client.terminals.items()
     assert terminal.killed and terminal.released
