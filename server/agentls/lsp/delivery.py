@@ -153,17 +153,34 @@ async def not_landed(ls: ServerContext, sent: Sequence[SentDocument],
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait_s
     while True:
-        missing = [s.path for s in sent if not _holds(ls, s)]
+        missing = [s.path for s in await _not_holding(ls, sent)]
         if not missing or loop.time() >= deadline:
             return missing
         await asyncio.sleep(0.02)
 
 
-def _holds(ls: ServerContext, sent: SentDocument) -> bool:
-    document = documents.find(ls, sent.path)
-    if document is not None:
-        return bool(document.source == sent.expected)
-    # Closed since (a buffer wiped during the review, after it was written): the file says.
+async def _not_holding(ls: ServerContext, sent: Sequence[SentDocument]) -> list[SentDocument]:
+    """The sent documents that do not hold the agent's text, in ``sent``'s order: an open one
+    by its text; one closed since (a buffer wiped during the review, after it was written) by
+    its file, read off the event loop (all of them in one thread hop)."""
+    wrong: set[SentDocument] = set()
+    closed: list[SentDocument] = []
+    for s in sent:
+        document = documents.find(ls, s.path)
+        if document is None:
+            closed.append(s)
+        elif document.source != s.expected:
+            wrong.add(s)
+    if closed:
+        wrong.update(await asyncio.to_thread(_files_not_holding, closed))
+    return [s for s in sent if s in wrong]
+
+
+def _files_not_holding(closed: Sequence[SentDocument]) -> list[SentDocument]:
+    return [s for s in closed if not _file_holds(s)]
+
+
+def _file_holds(sent: SentDocument) -> bool:
     try:
         text = sent.path.read_bytes().decode("utf-8", errors="surrogateescape")
     except OSError:
@@ -237,7 +254,7 @@ async def _check_later(ls: ServerContext, sent: Sequence[SentDocument],
     while waiting and loop.time() < deadline:
         await asyncio.sleep(0.05)
         arrived = [s for s in waiting if moved_on(ls, [s])]
-        wrong = [s.path for s in arrived if not _holds(ls, s)]
+        wrong = [s.path for s in await _not_holding(ls, arrived)]
         if wrong:
             message = (f"AgentLS: the editor answered that its edit was applied, but "
                        f"{names(wrong)} does not hold the change; check the file.")
