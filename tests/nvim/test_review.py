@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pynvim
 import pytest
@@ -361,8 +362,9 @@ def test_the_review_as_a_terminal_shows_it(tmp_path: Path, project: Path, model:
         editor = Editor(nvim, project)
         editor.wait("the client", lambda: editor.lua(
             "local c = vim.lsp.get_clients({name='agentls'})[1] return c ~= nil and c.initialized"))
-        # A long message would stop a real terminal at a hit-enter prompt (the RPC waits too).
-        editor.lua("vim.o.signcolumn = 'yes' require('agentls.config').options.notify = false")
+        # Notifications on: the review's messages are one line each (no hit-enter prompt).
+        assert editor.lua("return require('agentls.config').options.notify") is True
+        editor.lua("vim.o.signcolumn = 'yes'")
         nvim.command("AgentChat rename lines 2 and 18")
         wait_review(editor)
         nvim.command("redraw!")
@@ -378,6 +380,7 @@ def test_the_review_as_a_terminal_shows_it(tmp_path: Path, project: Path, model:
         nvim.command("AgentReview accept_all")
         editor.wait("the file written", lambda: (project / "src" / "math.txt").read_text()
                     == BOTH)
+        assert nvim.api.get_mode() == {"mode": "n", "blocking": False}
     finally:
         subprocess.run([*tmux, "kill-server"], check=False)
 
@@ -628,3 +631,214 @@ def test_the_headline_fits_the_width_for_any_outcome(editor: Editor, project: Pa
         hunks = { { index = 1, state = "kept" }, { index = 2, state = "rejected" } } }
       return require("agentls.review.files").headline({ f }, 60, " (:AgentReview list)")""")
     assert short == "kept 1 of 2 changes in src/a.txt (1)"
+
+
+
+GONE = """
+local root, n, m, label = ...
+local changes = {}
+for k = 1, n do
+  local path = string.format("%s/src/gone%02d.txt", root, k)
+  table.insert(changes, { textDocument = { uri = vim.uri_from_fname(path), version = vim.NIL },
+    edits = { { range = { start = { line = 1, character = 0 },
+      ["end"] = { line = 1, character = 6 } }, newText = "LINE 2" } } })
+end
+for k = 1, m do  -- under a regular file: cannot be created
+  table.insert(changes, { kind = "create",
+    uri = vim.uri_from_fname(string.format("%s/src/blocker.txt/new%02d.txt", root, k)) })
+end
+_G.gone_answer = nil
+_G.gone_run = coroutine.create(function()
+  _G.gone_answer = require("agentls.preview").handle(nil,
+    { edit = { documentChanges = changes }, label = label }, { client_id = -1 })
+end)
+assert(coroutine.resume(_G.gone_run))
+"""
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux draws the real terminal screen")
+def test_files_deleted_on_disk_or_not_applied_end_in_one_message(
+        tmp_path: Path, project: Path, model: ReplayServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """30 files deleted on disk during a review, then 5 created files that cannot be written,
+    each accepted in one step, in a real 80x24 terminal (tmux) with notifications on: one
+    message counts them with the first names that fit (not one message per file, which
+    stopped Neovim at a hit-enter prompt), the request is answered as before, and each file's
+    outcome and reason is in `:AgentReview list` (tests/artifacts/nvim-review-gone-files*.txt,
+    nvim-review-not-applied.txt)."""
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(name, str(tmp_path / name.lower()))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    gone, failing = 30, 5
+    for k in range(1, gone + 1):
+        (project / "src" / f"gone{k:02d}.txt").write_text("line 1\nline 2\nline 3\n")
+    (project / "src" / "blocker.txt").write_text("a file, not a folder\n")
+    pack = tmp_path / "pack"
+    (pack / "pack" / "agentls" / "opt").mkdir(parents=True)
+    (pack / "pack" / "agentls" / "opt" / "agentls").symlink_to(PLUGIN)
+    init = tmp_path / "init.lua"
+    server = [sys.executable, "-m", "agentls", "serve"]
+    init.write_text((INIT % {"pack": lua_string(str(pack)),
+                             "cmd": "{" + ", ".join(lua_string(c) for c in server) + "}",
+                             "settings": lua_string(json.dumps(options_for(model)))})
+                    .replace("vim.o.columns, vim.o.lines = 80, 24", ""))
+    sock, tmux = tmp_path / "nvim.sock", ["tmux", "-L", f"agentls-test-{os.getpid()}"]
+    subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "24", "-c", str(project),
+                    f"{nvim_binary()} -n -i NONE -u {init} --listen {sock} src/blocker.txt"],
+                   check=True)
+
+    def capture() -> str:
+        return subprocess.run([*tmux, "capture-pane", "-p"], check=True, capture_output=True,
+                              text=True).stdout
+
+    def review_ends(artifact: str) -> tuple[str, dict[str, Any], str]:
+        """Accept all, typed in the terminal; the screen, the answer and the last line."""
+        nvim.input(":AgentReview accept_all<CR>")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and nvim.api.get_mode()["mode"] != "r" \
+                and (nvim.api.get_mode()["blocking"]
+                     or editor.lua("return _G.gone_answer") is None):
+            time.sleep(0.05)
+        time.sleep(0.3)  # the message drawn
+        mode = nvim.api.get_mode()  # a fast call: it answers even at a hit-enter prompt
+        screen = capture()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (ARTIFACTS / artifact).write_text(screen, encoding="utf-8")
+        assert mode == {"mode": "n", "blocking": False}, screen
+        assert "Press ENTER" not in screen, screen
+        last = [line for line in screen.splitlines() if line.strip()][-1].rstrip()
+        assert len(last) <= 80, screen
+        return screen, editor.lua("return _G.gone_answer"), last
+
+    try:
+        deadline = time.monotonic() + 30
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        nvim = pynvim.attach("socket", path=str(sock))
+        editor = Editor(nvim, project)
+        editor.wait("the client", lambda: editor.lua(
+            "local c = vim.lsp.get_clients({name='agentls'})[1] return c ~= nil and c.initialized"))
+        assert editor.lua("return require('agentls.config').options.notify") is True
+
+        # Thirty files deleted on disk while their review is open, then all accepted.
+        editor.lua(GONE, str(project), gone, 0, "gone files")
+        assert len(wait_review(editor)["files"]) == gone
+        for k in range(1, gone + 1):
+            (project / "src" / f"gone{k:02d}.txt").unlink()
+        screen, answer, last = review_ends("nvim-review-gone-files.txt")
+        assert answer["applied"] is False
+        reason = answer["failureReason"]
+        assert reason == "; ".join(f"rejected src/gone{k:02d}.txt (deleted on disk during the"
+                                   " review)" for k in range(1, gone + 1)), reason
+        assert last == "AgentLS: review done: 30 deleted on disk (gone01.txt, +29 more)", screen
+        assert not any((project / "src" / f"gone{k:02d}.txt").exists()
+                       for k in range(1, gone + 1))
+        nvim.command("AgentReview list")
+        listed = editor.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)")
+        assert listed == ["gone files (review done)"] + [
+            f"rejected src/gone{k:02d}.txt (deleted on disk during the review)"
+            for k in range(1, gone + 1)]
+        nvim.command("redraw!")
+        time.sleep(0.3)
+        screen = capture()
+        (ARTIFACTS / "nvim-review-gone-files-list.txt").write_text(screen, encoding="utf-8")
+        assert "rejected src/gone01.txt (deleted on disk during the review)" in screen, screen
+        nvim.command("close")
+
+        # Five created files that cannot be written (their folder is a file).
+        editor.lua(GONE, str(project), 0, failing, "not applied")
+        assert len(wait_review(editor)["files"]) == failing
+        screen, answer, last = review_ends("nvim-review-not-applied.txt")
+        assert answer == {"applied": False, "failureReason": "; ".join(
+            f"failed created src/blocker.txt/new{k:02d}.txt" for k in range(1, failing + 1))}
+        assert last.startswith("AgentLS: review done: 5 not applied (new01.txt, "), screen
+        assert last.endswith(" more)"), screen
+        assert (project / "src" / "blocker.txt").read_text() == "a file, not a folder\n"
+        nvim.command("AgentReview list")
+        listed = editor.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)")
+        assert listed[0] == "not applied (review done)" and len(listed) == 1 + failing
+        for k, line in enumerate(listed[1:], 1):  # each with its reason
+            assert line.startswith(f"failed created src/blocker.txt/new{k:02d}.txt (")
+            assert len(line) > len(f"failed created src/blocker.txt/new{k:02d}.txt (x)"), line
+        assert nvim.api.get_mode() == {"mode": "n", "blocking": False}
+    finally:
+        subprocess.run([*tmux, "kill-server"], check=False)
+
+
+def test_the_ending_message_fits_the_width(editor: Editor, project: Path) -> None:
+    """Files not applied and deleted on disk: counted, then the first name of each, the hint,
+    the other files' outcome and more names as long as they fit, never wider than the width;
+    ERROR when one could not be applied, WARN when only deleted, INFO (the headline) else."""
+    ending = """
+      local width, failed, deleted, kept = ...
+      local files = {}
+      local function add(name, f)
+        f.path = vim.fn.getcwd() .. "/src/" .. name
+        table.insert(files, f)
+      end
+      for k = 1, failed do add("new" .. k .. ".py", { kind = "create", state = "failed",
+        reason = "E739: Cannot create directory" }) end
+      for k = 1, deleted do add("d" .. k .. ".txt", { kind = "update", deleted = true,
+        hunks = { { index = 1, state = "rejected" } } }) end
+      for k = 1, kept do add("k" .. k .. ".txt", { kind = "update",
+        hunks = { { index = 1, state = "kept" } } }) end
+      local text, level = require("agentls.review.files").ending(files, width,
+        " (:AgentReview list)")
+      return { text, level, vim.fn.strdisplaywidth(text) }"""
+    hint = " (:AgentReview list)"
+    error, warn, info = 4, 3, 2  # vim.log.levels
+    assert editor.lua(ending, 240, 2, 12, 3) == [
+        "review done: 2 not applied (new1.py, new2.py); 12 deleted on disk (d1.txt, d2.txt,"
+        " d3.txt, d4.txt, d5.txt, d6.txt, d7.txt, d8.txt, d9.txt, d10.txt, d11.txt, d12.txt);"
+        " kept src/k1.txt; kept src/k2.txt; kept src/k3.txt" + hint, error, 236]
+    # Narrower: first names, the hint, the others' counts, then more names.
+    assert editor.lua(ending, 126, 2, 12, 3)[0] == (
+        "review done: 2 not applied (new1.py, new2.py); 12 deleted on disk (d1.txt, d2.txt,"
+        " +10 more); kept 3 files" + hint)
+    assert editor.lua(ending, 59, 0, 30, 0) == [
+        "review done: 30 deleted on disk (d1.txt, d2.txt, +28 more)", warn, 58]
+    assert editor.lua(ending, 46, 5, 30, 0)[0] == "review done: 5 not applied; 30 deleted on disk"
+    text, level, width = editor.lua(ending, 30, 5, 30, 0)
+    assert (text, level, width) == ("review done: 5 not applied; 3…", error, 30)
+    assert editor.lua(ending, 80, 0, 0, 2) == [
+        "review done: kept src/k1.txt; kept src/k2.txt", info, 45]  # the headline, whole
+
+
+def test_a_file_not_applied_while_the_review_goes_on_is_told_at_once(
+        editor: Editor, project: Path) -> None:
+    """Keeping one created file that cannot be written, from the list, while another change is
+    pending: one message says so at once (cut to the screen), the review goes on; at its end
+    the one closing message counts it (ERROR), and the answer is as before."""
+    (project / "src" / "gone01.txt").write_text("line 1\nline 2\nline 3\n")
+    (project / "src" / "blocker.txt").write_text("a file, not a folder\n")
+    editor.lua("_G.notes = {} local notify = vim.notify vim.notify = function(m, l, o)"
+               " table.insert(_G.notes, {m, l}) return notify(m, l, o) end")
+    editor.lua(GONE, str(project), 1, 1, "one of each")
+    wait_review(editor)
+    list_win = editor.lua("for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do"
+                          " if vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(w))"
+                          ":find('agentls://review') then return w end end")
+    rows = editor.lua("return vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(...), 0, -1,"
+                      " false)", list_win)
+    row = next(i for i, line in enumerate(rows) if "new01.txt (created)" in line) + 1
+    editor.lua("vim.api.nvim_set_current_win(...) vim.api.nvim_win_set_cursor(0, {"
+               + str(row) + ", 0})", list_win)
+    keys(editor, "ga")
+    notes = editor.lua("return _G.notes")
+    failed = [n for n in notes if "could not apply" in n[0]]
+    assert len(failed) == 1 and failed[0][1] == 4, notes  # vim.log.levels.ERROR
+    assert failed[0][0].startswith("AgentLS: could not apply src/blocker.txt/new01.txt: "), notes
+    assert len(failed[0][0]) <= editor.lua("return vim.v.echospace"), notes
+    assert editor.lua("return _G.gone_answer") is None  # the review goes on
+    assert editor.lua(STATE) is not None
+
+    keys(editor, "gA")
+    editor.wait("the answer", lambda: editor.lua("return _G.gone_answer") is not None)
+    assert editor.lua("return _G.gone_answer") == {
+        "applied": False,
+        "failureReason": "kept src/gone01.txt; failed created src/blocker.txt/new01.txt"}
+    notes = editor.lua("return _G.notes")
+    assert len([n for n in notes if "could not apply" in n[0]]) == 1, notes
+    # 80 columns: the kept file's outcome does not fit beside the hint (it is in the list).
+    assert notes[-1] == ["AgentLS: review done: 1 not applied (new01.txt) (:AgentReview list)",
+                         4], notes

@@ -11,10 +11,6 @@ local shown = hunks.shown
 
 M.KIND = { create = "created", delete = "deleted", rename = "renamed", update = "changed" }
 
-local function notify(message, level)
-  require("agentls").notify("AgentLS: " .. message, level)
-end
-
 --- A file's buffer, loaded. A file not loaded yet is read without autocommands (its
 --- filetype, syntax and plugins cost up to tens of ms each, for every file of a big edit):
 --- the AgentLS client is attached at once, the filetype set when a window first shows it.
@@ -135,8 +131,8 @@ function M.accept(review, f)
     ok, err = pcall(util.apply_workspace_edit, { documentChanges = changes_of(review.edit, f) }, review.encoding)
   end
   if not ok then
-    f.state, f.reason = "failed", tostring(err)
-    notify(string.format("could not apply %s: %s", shown(f.path), f.reason), vim.log.levels.ERROR)
+    -- Told once, with the others, when the review ends (M.ending); the reason in the list.
+    f.state, f.reason = "failed", (tostring(err):gsub("%s+", " "))
     return true
   end
   f.state = "kept"
@@ -162,7 +158,7 @@ function M.settle(f)
   local kept = M.state(f) ~= "rejected"
   if kept and not vim.uv.fs_stat(f.path) then
     -- Nothing of it landed: the buffer shows the text it had, as the review found it.
-    f.reason = "deleted on disk during the review"
+    f.reason, f.deleted = "deleted on disk during the review", true
     for _, h in ipairs(f.hunks) do
       h.state = "rejected"
     end
@@ -171,8 +167,7 @@ function M.settle(f)
       vim.api.nvim_buf_set_lines(f.bufnr, 0, -1, false, f.old_lines)
     end)
     vim.bo[f.bufnr].eol = f.old_eol
-    notify(shown(f.path) .. " was deleted on disk during the review; it was not written again", vim.log.levels.WARN)
-    return
+    return -- told once, with the others, when the review ends (M.ending)
   end
   if f.modified_before then
     return
@@ -215,8 +210,10 @@ local function kept_ranges(f)
   return table.concat(ranges, ", ")
 end
 
---- Whether every file was kept whole, and each file's outcome ("kept 2 of 3 changes in x").
-function M.outcomes(files)
+--- Whether every file was kept whole, and each file's outcome ("kept 2 of 3 changes in x");
+--- with `detailed`, a failed file's reason too (for the list; the answer to the server
+--- stays as it was).
+function M.outcomes(files, detailed)
   local parts, all_kept = {}, true
   for _, f in ipairs(files) do
     local state = M.state(f)
@@ -237,7 +234,8 @@ function M.outcomes(files)
       end
     else
       local verb = state == "kept" and "kept" or (state == "failed" and "failed" or "rejected")
-      table.insert(parts, string.format("%s %s %s", verb, M.KIND[f.kind], shown(f.path)))
+      local why = (detailed and state == "failed" and f.reason) and (" (" .. f.reason .. ")") or ""
+      table.insert(parts, string.format("%s %s %s%s", verb, M.KIND[f.kind], shown(f.path), why))
     end
   end
   return all_kept, parts
@@ -290,6 +288,103 @@ function M.headline(files, width, hint)
     line = vim.fn.strcharpart(line, 0, math.max(width - 1, 0)) .. "…"
   end
   return line
+end
+
+local function fits(text, width)
+  return vim.fn.strdisplaywidth(text) <= width
+end
+
+--- What to tell when a review ends, as one message of at most `width` display cells (a
+--- longer one, or one message per file, would stop Neovim at a hit-enter prompt). Without
+--- trouble, the headline. Else the files that could not be applied and those deleted on
+--- disk during the review, counted ("5 not applied; 30 deleted on disk"), then, as long as
+--- it fits, in this order: the first name of each, `hint` (where the details are), the other
+--- files' outcome (M.headline), more names ("gone01.txt, gone02.txt, +28 more"); cut with
+--- "…" on a screen too narrow even for the counts. Returns the text and its level: ERROR
+--- when a file could not be applied, WARN when one was deleted on disk, else INFO.
+function M.ending(files, width, hint)
+  hint = hint or ""
+  local failed, deleted, others = {}, {}, {}
+  for _, f in ipairs(files) do
+    local name = vim.fn.fnamemodify(f.path, ":t")
+    if M.state(f) == "failed" then
+      table.insert(failed, name)
+    elseif f.deleted then
+      table.insert(deleted, name)
+    else
+      table.insert(others, f)
+    end
+  end
+  local prefix = "review done: "
+  if #failed == 0 and #deleted == 0 then
+    local room = math.max(width - vim.fn.strdisplaywidth(prefix), 1)
+    return prefix .. M.headline(files, room, hint), vim.log.levels.INFO
+  end
+  local groups = {}
+  if #failed > 0 then
+    table.insert(groups, { head = #failed .. " not applied", names = failed, shown = 0 })
+  end
+  if #deleted > 0 then
+    table.insert(groups, { head = #deleted .. " deleted on disk", names = deleted, shown = 0 })
+  end
+  local with = { hint = "", counts = "" }
+  local function render()
+    local parts = {}
+    for _, g in ipairs(groups) do
+      local names = vim.list_slice(g.names, 1, g.shown)
+      if g.shown > 0 and g.shown < #g.names then
+        table.insert(names, string.format("+%d more", #g.names - g.shown))
+      end
+      table.insert(parts, #names > 0 and (g.head .. " (" .. table.concat(names, ", ") .. ")") or g.head)
+    end
+    return prefix .. table.concat(parts, "; ") .. with.counts .. with.hint
+  end
+  local function try(change, undo)
+    change()
+    if not fits(render(), width) then
+      undo()
+      return false
+    end
+    return true
+  end
+  local function more_names(limit)
+    for _, g in ipairs(groups) do
+      while g.shown < math.min(#g.names, limit) do
+        if
+          not try(function()
+            g.shown = g.shown + 1
+          end, function()
+            g.shown = g.shown - 1
+          end)
+        then
+          break
+        end
+      end
+    end
+  end
+  more_names(1)
+  try(function()
+    with.hint = hint
+  end, function()
+    with.hint = ""
+  end)
+  if #others > 0 then
+    local room = width - vim.fn.strdisplaywidth(render() .. "; ")
+    local counts = room > 0 and M.headline(others, room) or "…"
+    if not vim.endswith(counts, "…") then
+      try(function()
+        with.counts = "; " .. counts
+      end, function()
+        with.counts = ""
+      end)
+    end
+  end
+  more_names(math.huge)
+  local text = render()
+  if not fits(text, width) then
+    text = vim.fn.strcharpart(text, 0, math.max(width - 1, 0)) .. "…"
+  end
+  return text, #failed > 0 and vim.log.levels.ERROR or vim.log.levels.WARN
 end
 
 return M

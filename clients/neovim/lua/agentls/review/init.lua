@@ -126,7 +126,18 @@ local function act(keep)
     decide(it, keep)
     list.refresh(active, it)
   end
+  local review, f = active, item.file
   after_decision(item)
+  -- One file decided here: if it could not be applied and the review goes on, say so now
+  -- (at the end it is counted in the one closing message).
+  if not review.done and f and f.state == "failed" then
+    local text = string.format("could not apply %s: %s", shown(f.path), f.reason)
+    local width = math.max(vim.v.echospace - vim.fn.strdisplaywidth("AgentLS: "), 2)
+    if vim.fn.strdisplaywidth(text) > width then
+      text = vim.fn.strcharpart(text, 0, width - 1) .. "…"
+    end
+    notify(text, vim.log.levels.ERROR)
+  end
 end
 
 local function all(keep)
@@ -195,11 +206,12 @@ finish = function()
   end
   -- One line that fits the screen whatever the number of files: a longer message would stop
   -- Neovim at a hit-enter prompt. Each file's outcome stays in `:AgentReview list`.
-  local _, outcomes = files.outcomes(review.files)
+  -- The same for the files that could not be applied or were deleted on disk meanwhile: one
+  -- message for all of them, their reasons in the list.
+  local _, outcomes = files.outcomes(review.files, true)
   last = { label = review.label, lines = outcomes }
-  local prefix = "AgentLS: review done: "
-  local width = math.max(vim.v.echospace - vim.fn.strdisplaywidth(prefix), 1)
-  notify("review done: " .. files.headline(review.files, width, " (:AgentReview list)"))
+  local width = math.max(vim.v.echospace - vim.fn.strdisplaywidth("AgentLS: "), 1)
+  notify(files.ending(review.files, width, " (:AgentReview list)"))
   if review.co and coroutine.status(review.co) == "suspended" then
     coroutine.resume(review.co, review.answer)
   end
