@@ -63,8 +63,8 @@ async def ask(pool: BackendPool, title: str, prompt: str) -> None:
 async def demo() -> int:
     console.print(Panel.fit(
         "AgentLS demo. The model here is [bold]SCRIPTED[/bold] "
-        "(agentls.devtools.replay): a real OpenAI-compatible HTTP server replaying\n"
-        f"{SCRIPT.name}, not a real model. Everything else is the real code path:\n"
+        "(agentls.devtools.replay): a real OpenAI-compatible HTTP server replaying "
+        f"{SCRIPT.name}, not a real model. Everything else is the real code path: "
         "openai client, streaming, retries, response cache.",
         title="scripted model",
     ))
@@ -116,8 +116,8 @@ def run_section() -> int:
     """`agentls run` editing a copy of a sample project, as a person or CI would run it."""
     console.print(Panel.fit(
         "5. [bold]agentls run[/bold] on a sample project. The model is still "
-        "[bold]SCRIPTED[/bold]\n"
-        f"({RUN_SCRIPT.name}): the tool calls are replayed, but reading, editing, the diff and\n"
+        "[bold]SCRIPTED[/bold] "
+        f"({RUN_SCRIPT.name}): the tool calls are replayed, but reading, editing, the diff and "
         "the atomic write to disk are the real engine and CLI.",
         title="scripted model",
     ))

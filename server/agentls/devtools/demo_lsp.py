@@ -52,8 +52,8 @@ def _capabilities() -> lsp.ClientCapabilities:
 async def lsp_section() -> int:
     console.print(Panel.fit(
         "6. [bold]agentls serve[/bold] driven over stdio like an editor. The model is "
-        "[bold]SCRIPTED[/bold]\n"
-        f"({SCRIPT.name}); the server, engine and WorkspaceEdit are real. The demo editor\n"
+        "[bold]SCRIPTED[/bold] "
+        f"({SCRIPT.name}); the server, engine and WorkspaceEdit are real. The demo editor "
         "prints the edit it would preview, then declines it, so nothing is written.",
         title="scripted model",
     ))
@@ -73,6 +73,14 @@ async def lsp_section() -> int:
             edits.append(params)
             return lsp.ApplyWorkspaceEditResult(applied=False,
                                                 failure_reason="declined by the demo")
+
+        @client.feature(lsp.WINDOW_LOG_MESSAGE)
+        def log_message(params: lsp.LogMessageParams) -> None:
+            """The server's log lines, which an editor keeps in an output channel: not shown."""
+
+        @client.feature("agentls/completionStatus")
+        def completion_status(params: Any) -> None:
+            """The status of completions as you type, for a status bar: not shown here."""
 
         @client.feature("agentls/chatEvent")
         def chat_event(params: Any) -> None:
