@@ -168,7 +168,10 @@ SENSITIVE: dict[str, Callable[[Any, Any], bool]] = {
 
 
 def _permission_at_least(new: Any, old: Any) -> bool:
-    return new in _PERMISSION_RANK and _PERMISSION_RANK[new] >= _PERMISSION_RANK[old or "ask"]
+    """As ``_rank(_PERMISSION_RANK)``, with an unset value read as "ask"; a lower value that is
+    no permission at all (a typo the full check will name) counts as the loosest."""
+    return isinstance(new, str) and new in _PERMISSION_RANK and \
+        _PERMISSION_RANK[new] >= _PERMISSION_RANK.get(old or "ask", 0)
 
 
 # MCP servers (`mcp.servers.NAME.*`) start programs: a project may only narrow the servers the

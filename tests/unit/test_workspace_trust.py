@@ -61,6 +61,13 @@ def _project(tmp_path: Path, text: str = HOSTILE) -> Path:
     ("permissions.shell_allow", [], ["git status"], True),
     ("permissions.shell_deny", ["rm"], ["rm", "sudo"], False),
     ("permissions.shell_deny", ["rm", "sudo", "dd"], ["rm", "sudo"], True),
+    ("mcp.servers.git.permission", "allow", "ask", False),
+    ("mcp.servers.git.permission", "deny", "ask", True),
+    # The person's own value is no permission (a typo the full check names): screening does
+    # not crash on it; the project's value is judged against the loosest, as other ranks are.
+    ("mcp.servers.git.permission", "deny", 1, True),
+    ("mcp.servers.git.tools.log", "deny", "sometimes", True),
+    ("mcp.servers.git.permission", 2, "ask", False),
     ("max_iterations", 3, 25, True),
     ("backends.openai.model", "other", "gpt-4o-mini", True),
 ])
