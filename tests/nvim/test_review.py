@@ -10,6 +10,8 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +70,48 @@ def keys(editor: Editor, typed: str) -> None:
     editor.nvim.input(typed)
     editor.lua("return 1")  # the input is handled before the next request
 
+
+
+@contextmanager
+def terminal_nvim(tmp_path: Path, project: Path, model: ReplayServer,
+                  monkeypatch: pytest.MonkeyPatch, file: str,
+                  size: tuple[int, int] = (80, 24)) -> Iterator[tuple[Any, Editor, Any]]:
+    """Neovim with the plugin in a real terminal (tmux, ``size`` columns x lines) on ``file``,
+    its client initialized; yields the session, an Editor and a function that captures the
+    screen. The terminal is ended afterwards."""
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(name, str(tmp_path / name.lower()))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    pack = tmp_path / "pack"
+    (pack / "pack" / "agentls" / "opt").mkdir(parents=True)
+    (pack / "pack" / "agentls" / "opt" / "agentls").symlink_to(PLUGIN)
+    init = tmp_path / "init.lua"
+    server = [sys.executable, "-m", "agentls", "serve"]
+    init.write_text((INIT % {"pack": lua_string(str(pack)),
+                             "cmd": "{" + ", ".join(lua_string(c) for c in server) + "}",
+                             "settings": lua_string(json.dumps(options_for(model)))})
+                    .replace("vim.o.columns, vim.o.lines = 80, 24", ""))
+    sock, tmux = tmp_path / "nvim.sock", ["tmux", "-L", f"agentls-test-{os.getpid()}"]
+    subprocess.run([*tmux, "new-session", "-d", "-x", str(size[0]), "-y", str(size[1]),
+                    "-c", str(project),
+                    f"{nvim_binary()} -n -i NONE -u {init} --listen {sock} {file}"],
+                   check=True)
+
+    def capture() -> str:
+        return subprocess.run([*tmux, "capture-pane", "-p"], check=True, capture_output=True,
+                              text=True).stdout
+
+    try:
+        deadline = time.monotonic() + 30
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        nvim = pynvim.attach("socket", path=str(sock))
+        editor = Editor(nvim, project)
+        editor.wait("the client", lambda: editor.lua(
+            "local c = vim.lsp.get_clients({name='agentls'})[1] return c ~= nil and c.initialized"))
+        yield nvim, editor, capture
+    finally:
+        subprocess.run([*tmux, "kill-server"], check=False)
 
 def test_keep_one_of_two_hunks(editor: Editor, model: ReplayServer, project: Path) -> None:
     (project / "src" / "math.txt").write_text(MATH)
@@ -336,32 +380,10 @@ def test_the_review_as_a_terminal_shows_it(tmp_path: Path, project: Path, model:
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """Neovim in a real terminal (tmux): the captured screen shows the proposed lines with
     their signs and the removed ones as virtual lines (tests/artifacts/nvim-review-screen.txt)."""
-    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-        monkeypatch.setenv(name, str(tmp_path / name.lower()))
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     (project / "src" / "math.txt").write_text(MATH)
     two_hunk_turn(model)
-    pack = tmp_path / "pack"
-    (pack / "pack" / "agentls" / "opt").mkdir(parents=True)
-    (pack / "pack" / "agentls" / "opt" / "agentls").symlink_to(PLUGIN)
-    init = tmp_path / "init.lua"
-    server = [sys.executable, "-m", "agentls", "serve"]
-    init.write_text((INIT % {"pack": lua_string(str(pack)),
-                             "cmd": "{" + ", ".join(lua_string(c) for c in server) + "}",
-                             "settings": lua_string(json.dumps(options_for(model)))})
-                    .replace("vim.o.columns, vim.o.lines = 80, 24", ""))
-    sock, tmux = tmp_path / "nvim.sock", ["tmux", "-L", f"agentls-test-{os.getpid()}"]
-    subprocess.run([*tmux, "new-session", "-d", "-x", "100", "-y", "30", "-c", str(project),
-                    f"{nvim_binary()} -n -i NONE -u {init} --listen {sock} src/math.txt"],
-                   check=True)
-    try:
-        deadline = time.monotonic() + 30
-        while not sock.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        nvim = pynvim.attach("socket", path=str(sock))
-        editor = Editor(nvim, project)
-        editor.wait("the client", lambda: editor.lua(
-            "local c = vim.lsp.get_clients({name='agentls'})[1] return c ~= nil and c.initialized"))
+    with terminal_nvim(tmp_path, project, model, monkeypatch, "src/math.txt",
+                       size=(100, 30)) as (nvim, editor, capture):
         # Notifications on: the review's messages are one line each (no hit-enter prompt).
         assert editor.lua("return require('agentls.config').options.notify") is True
         editor.lua("vim.o.signcolumn = 'yes'")
@@ -369,8 +391,7 @@ def test_the_review_as_a_terminal_shows_it(tmp_path: Path, project: Path, model:
         wait_review(editor)
         nvim.command("redraw!")
         time.sleep(0.3)
-        screen = subprocess.run([*tmux, "capture-pane", "-p"], check=True, capture_output=True,
-                                text=True).stdout
+        screen = capture()
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         (ARTIFACTS / "nvim-review-screen.txt").write_text(screen, encoding="utf-8")
         rows = [line for line in screen.splitlines() if "line" in line]
@@ -381,8 +402,6 @@ def test_the_review_as_a_terminal_shows_it(tmp_path: Path, project: Path, model:
         editor.wait("the file written", lambda: (project / "src" / "math.txt").read_text()
                     == BOTH)
         assert nvim.api.get_mode() == {"mode": "n", "blocking": False}
-    finally:
-        subprocess.run([*tmux, "kill-server"], check=False)
 
 
 def test_a_new_chat_while_a_review_is_open(editor: Editor, model: ReplayServer,
@@ -534,38 +553,12 @@ def test_a_forty_file_review_ends_without_a_hit_enter_prompt(
     on: the "review done" message is one line that fits the screen, so Neovim does not stop
     at a hit-enter prompt, the applyEdit request is answered, and `:AgentReview list` shows
     each file's outcome afterwards (tests/artifacts/nvim-review-forty-files.txt)."""
-    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-        monkeypatch.setenv(name, str(tmp_path / name.lower()))
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     count = 40
     for k in range(1, count + 1):
         (project / "src" / f"file{k:02d}.txt").write_text("line 1\nline 2\nline 3\n")
-    pack = tmp_path / "pack"
-    (pack / "pack" / "agentls" / "opt").mkdir(parents=True)
-    (pack / "pack" / "agentls" / "opt" / "agentls").symlink_to(PLUGIN)
-    init = tmp_path / "init.lua"
-    server = [sys.executable, "-m", "agentls", "serve"]
-    init.write_text((INIT % {"pack": lua_string(str(pack)),
-                             "cmd": "{" + ", ".join(lua_string(c) for c in server) + "}",
-                             "settings": lua_string(json.dumps(options_for(model)))})
-                    .replace("vim.o.columns, vim.o.lines = 80, 24", ""))
-    sock, tmux = tmp_path / "nvim.sock", ["tmux", "-L", f"agentls-test-{os.getpid()}"]
-    subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "24", "-c", str(project),
-                    f"{nvim_binary()} -n -i NONE -u {init} --listen {sock} src/file01.txt"],
-                   check=True)
 
-    def capture() -> str:
-        return subprocess.run([*tmux, "capture-pane", "-p"], check=True, capture_output=True,
-                              text=True).stdout
-
-    try:
-        deadline = time.monotonic() + 30
-        while not sock.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        nvim = pynvim.attach("socket", path=str(sock))
-        editor = Editor(nvim, project)
-        editor.wait("the client", lambda: editor.lua(
-            "local c = vim.lsp.get_clients({name='agentls'})[1] return c ~= nil and c.initialized"))
+    with terminal_nvim(tmp_path, project, model, monkeypatch, "src/file01.txt") as (
+            nvim, editor, capture):
         assert editor.lua("return require('agentls.config').options.notify") is True
         editor.lua(FORTY, str(project), count)
         state = wait_review(editor)
@@ -601,8 +594,6 @@ def test_a_forty_file_review_ends_without_a_hit_enter_prompt(
         (ARTIFACTS / "nvim-review-forty-files-list.txt").write_text(screen, encoding="utf-8")
         assert "forty files (review done)" in screen, screen
         assert nvim.api.get_mode() == {"mode": "n", "blocking": False}, screen
-    finally:
-        subprocess.run([*tmux, "kill-server"], check=False)
 
 
 def test_the_headline_fits_the_width_for_any_outcome(editor: Editor, project: Path) -> None:
@@ -666,30 +657,10 @@ def test_files_deleted_on_disk_or_not_applied_end_in_one_message(
     stopped Neovim at a hit-enter prompt), the request is answered as before, and each file's
     outcome and reason is in `:AgentReview list` (tests/artifacts/nvim-review-gone-files*.txt,
     nvim-review-not-applied.txt)."""
-    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-        monkeypatch.setenv(name, str(tmp_path / name.lower()))
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     gone, failing = 30, 5
     for k in range(1, gone + 1):
         (project / "src" / f"gone{k:02d}.txt").write_text("line 1\nline 2\nline 3\n")
     (project / "src" / "blocker.txt").write_text("a file, not a folder\n")
-    pack = tmp_path / "pack"
-    (pack / "pack" / "agentls" / "opt").mkdir(parents=True)
-    (pack / "pack" / "agentls" / "opt" / "agentls").symlink_to(PLUGIN)
-    init = tmp_path / "init.lua"
-    server = [sys.executable, "-m", "agentls", "serve"]
-    init.write_text((INIT % {"pack": lua_string(str(pack)),
-                             "cmd": "{" + ", ".join(lua_string(c) for c in server) + "}",
-                             "settings": lua_string(json.dumps(options_for(model)))})
-                    .replace("vim.o.columns, vim.o.lines = 80, 24", ""))
-    sock, tmux = tmp_path / "nvim.sock", ["tmux", "-L", f"agentls-test-{os.getpid()}"]
-    subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "24", "-c", str(project),
-                    f"{nvim_binary()} -n -i NONE -u {init} --listen {sock} src/blocker.txt"],
-                   check=True)
-
-    def capture() -> str:
-        return subprocess.run([*tmux, "capture-pane", "-p"], check=True, capture_output=True,
-                              text=True).stdout
 
     def review_ends(artifact: str) -> tuple[str, dict[str, Any], str]:
         """Accept all, typed in the terminal; the screen, the answer and the last line."""
@@ -710,14 +681,8 @@ def test_files_deleted_on_disk_or_not_applied_end_in_one_message(
         assert len(last) <= 80, screen
         return screen, editor.lua("return _G.gone_answer"), last
 
-    try:
-        deadline = time.monotonic() + 30
-        while not sock.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        nvim = pynvim.attach("socket", path=str(sock))
-        editor = Editor(nvim, project)
-        editor.wait("the client", lambda: editor.lua(
-            "local c = vim.lsp.get_clients({name='agentls'})[1] return c ~= nil and c.initialized"))
+    with terminal_nvim(tmp_path, project, model, monkeypatch, "src/blocker.txt") as (
+            nvim, editor, capture):
         assert editor.lua("return require('agentls.config').options.notify") is True
 
         # Thirty files deleted on disk while their review is open, then all accepted.
@@ -761,8 +726,6 @@ def test_files_deleted_on_disk_or_not_applied_end_in_one_message(
             assert line.startswith(f"failed created src/blocker.txt/new{k:02d}.txt (")
             assert len(line) > len(f"failed created src/blocker.txt/new{k:02d}.txt (x)"), line
         assert nvim.api.get_mode() == {"mode": "n", "blocking": False}
-    finally:
-        subprocess.run([*tmux, "kill-server"], check=False)
 
 
 def test_the_ending_message_fits_the_width(editor: Editor, project: Path) -> None:
