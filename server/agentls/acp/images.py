@@ -5,7 +5,7 @@ carries images against its session's model (``backends.<name>.images``)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acp import RequestError
 
@@ -18,23 +18,16 @@ def takes_images() -> bool:
     read from the configuration's layers without validating them, so the initialize answer
     stays quick. A hint for the client only: each prompt with an image is checked against
     its session's validated settings (``check_takes_images``)."""
-    import copy
-    import os
-
-    from agentls import config_defaults
-    from agentls.config_files import Layer, env_settings, file_layers, merge_layers, set_dotted
+    from agentls import config_view
 
     try:
-        layers, _ = file_layers(copy.deepcopy(config_defaults.DEFAULTS), Path.cwd(), os.environ)
-        env: dict[str, Any] = {}
-        for _name, key, raw in env_settings(os.environ, config_defaults.KEYS):
-            set_dotted(env, key, raw)
-        layers.append(Layer("environment", env))
-        merged = merge_layers(layers, os.environ)
-        value = merged.get("backends", {}).get(merged.get("backend"), {}).get("images", False)
+        view = config_view.read(Path.cwd())
     except Exception:  # a broken config is reported when a session opens the folder
         return False
-    return value is True or str(value).strip().lower() in ("1", "true", "yes", "on")
+    if view is None:  # only the full check can read these settings: no hint
+        return False
+    values = view.values
+    return values.get("backends", {}).get(values.get("backend"), {}).get("images") is True
 
 
 def check_takes_images(host: EngineHost, session_id: str) -> None:
