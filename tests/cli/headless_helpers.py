@@ -23,6 +23,41 @@ def agentls(*args: str, env: dict[str, str], stdin: str | None = None,
                           stdin=None if stdin is not None else subprocess.DEVNULL)
 
 
+def agentls_on_terminal(*args: str, env: dict[str, str], cwd: Path | None = None,
+                        columns: int = 80) -> subprocess.CompletedProcess[str]:
+    """``agentls`` with its standard output on a pseudo-terminal ``columns`` wide (what a
+    person sees: the drawn tables); stderr is captured apart."""
+    import pty
+    import threading
+
+    leader, follower = pty.openpty()
+    chunks: list[bytes] = []
+
+    def read() -> None:
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # EIO: the terminal's other end is closed
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        done = subprocess.run([sys.executable, "-m", "agentls", *args], stdout=follower,
+                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                              env={**env, "COLUMNS": str(columns), "TERM": "dumb"},
+                              check=False, timeout=60, cwd=cwd, start_new_session=True)
+    finally:
+        os.close(follower)
+    reader.join(10)
+    os.close(leader)
+    out = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+    return subprocess.CompletedProcess(done.args, done.returncode, out, done.stderr)
+
+
 def scripted_env(server: ReplayServer) -> dict[str, str]:
     """An environment whose active backend is the scripted model server, with a key."""
     return {

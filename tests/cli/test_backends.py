@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.cli.headless_helpers import agentls_on_terminal
 from tests.unit.llm import standin_agent_cli as standins
 
 from agentls.devtools.replay import ReplayServer
@@ -184,13 +185,16 @@ def test_human_table_says_what_to_do(tmp_path: Path, keyed_server: ReplayServer,
     done = agentls("backends", env=env, cwd=tmp_path)
 
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    claude = next(line for line in lines if line.startswith("claude"))
-    assert "available" in claude and "signed in (claude.ai)" in claude
-    codex = next(line for line in lines if line.startswith("codex"))
-    assert "missing" in codex and "npm install -g @openai/codex" in codex
-    openai = next(line for line in lines if line.startswith("openai *"))
-    assert "unreachable" in openai and "backends.openai.base_url" in openai
+    # piped: one line per backend, name<TAB>active<TAB>type<TAB>status<TAB>model<TAB>detail<TAB>next
+    rows = {line.split("\t")[0]: line.split("\t") for line in done.stdout.splitlines()}
+    assert all(len(row) == 7 for row in rows.values()), done.stdout
+    assert rows["claude"][3] == "available" and "signed in (claude.ai)" in rows["claude"][5]
+    assert rows["codex"][3] == "missing" and "npm install -g @openai/codex" in rows["codex"][6]
+    assert rows["openai"][1] == "active" and rows["openai"][3] == "unreachable"
+    assert "backends.openai.base_url" in rows["openai"][6]
+    shown = agentls_on_terminal("backends", env=env, cwd=tmp_path, columns=160).stdout
+    openai = next(line for line in shown.splitlines() if line.startswith("openai *"))
+    assert "unreachable" in openai and "backends.openai.base_url" in shown  # folded cells
     assert "no backend detected" not in done.stderr
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import tomli_w
-from tests.cli.headless_helpers import SECRET, agentls, call
+from tests.cli.headless_helpers import SECRET, agentls, agentls_on_terminal, call
 
 from agentls.devtools.replay import ReplayServer
 from agentls.tools.sandbox import probe
@@ -296,15 +296,22 @@ def test_agentls_mcp_lists_servers_state_and_tools(env: dict[str, str], project:
                "off": {"command": "whatever", "enabled": False}})
     done = agentls("mcp", "--cwd", str(project), env=env)
     assert done.returncode == 1, done.stderr  # one enabled server failed
-    lines = done.stdout.splitlines()
+    # piped: name, transport, state, tools, how, tool names, left out, error; one line each
+    rows = {line.split("\t")[0]: line.split("\t") for line in done.stdout.splitlines()}
+    assert sorted(rows) == ["bad", "gone", "off", "time"] and {len(r) for r in rows.values()} == {8}
+    assert rows["time"][1:4] == ["stdio", "running", "2"]
+    assert "sandboxed: no network, workspace read-only" in rows["time"][4]
+    assert rows["time"][5].split(",") == ["mcp__time__get_current_time (allow)",
+                                          "mcp__time__convert_time (ask)"]
+    assert rows["bad"][6].startswith("broken: the input schema is not valid")
+    assert "'no-such-mcp-server-here' is not on PATH" in rows["gone"][7]
+    assert rows["off"][1:3] == ["stdio", "disabled"]
+    lines = agentls_on_terminal("mcp", "--cwd", str(project), env=env,
+                                columns=160).stdout.splitlines()
     assert lines[0].split()[:4] == ["time", "stdio", "running", "2"]
-    assert "sandboxed: no network, workspace read-only" in lines[0]
     assert "    mcp__time__get_current_time (allow)" in lines
-    assert "    mcp__time__convert_time (ask)" in lines
     assert any(line.startswith("    left out: broken: the input schema is not valid") for line
                in lines)
-    assert "'no-such-mcp-server-here' is not on PATH" in done.stdout
-    assert any(line.split()[:3] == ["off", "stdio", "disabled"] for line in lines)
     as_json = agentls("mcp", "--json", "--no-start", "--cwd", str(project), env=env)
     servers = {s["name"]: s for s in json.loads(as_json.stdout)["servers"]}
     assert servers["time"]["state"] == "stopped" and servers["off"]["enabled"] is False

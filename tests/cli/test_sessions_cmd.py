@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.cli.headless_helpers import agentls, last_json, make_project, write
+from tests.cli.headless_helpers import agentls, agentls_on_terminal, last_json, make_project, write
 
 from agentls.devtools.replay import ReplayServer
 from agentls.engine.sessions import SessionStore
@@ -113,11 +113,10 @@ def test_tables_fit_80_columns(server: ReplayServer, env: dict[str, str], projec
     long_prompt = "Please look at every module of this project and explain " * 4
     ran = agentls("run", long_prompt, "--cwd", str(project), "--json", env=env)
     assert ran.returncode == 0, ran.stderr
-    narrow = {**env, "COLUMNS": "80"}
     for command in (("sessions",), ("config", "list")):
-        shown = agentls("-C", str(project), *command, env=narrow)
+        shown = agentls_on_terminal("-C", str(project), *command, env=env, columns=80)
         assert shown.returncode == 0, shown.stderr
         assert shown.stdout.strip()
         assert max(len(line) for line in shown.stdout.splitlines()) <= 80, shown.stdout
-    listed = agentls("sessions", "--cwd", str(project), env=narrow).stdout
+    listed = agentls_on_terminal("sessions", "--cwd", str(project), env=env).stdout
     assert "…" in listed  # the long title is shortened, not wrapped over many lines

@@ -81,8 +81,11 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
             "backends": [r.to_json() for r in reports],
         }, indent=2))
     else:
+        from agentls.cli.tables import for_people
+
         _print_table(reports)
-        print(sandbox_line(settings))
+        # piped, stdout holds the rows alone: the sandbox's state goes to stderr
+        print(sandbox_line(settings), file=sys.stdout if for_people() else sys.stderr)
     if not available:
         print("agentls backends: no backend detected — start a model server or install and "
               "sign in to an agent CLI (see `what to do` above)", file=sys.stderr)
@@ -237,8 +240,12 @@ _STYLES = {"available": "green", "unsupported": "dim"}
 def _print_table(reports: list[BackendReport]) -> None:
     from rich.text import Text
 
-    from agentls.cli.tables import new_table, table_console
+    from agentls.cli.tables import for_people, new_table, print_rows, table_console
 
+    if not for_people():  # piped: one line per backend, the active one marked in its column
+        print_rows((r.name, "active" if r.active else "", r.type, r.status, r.model or "",
+                    r.detail, r.next or "") for r in reports)
+        return
     console = table_console()
     # Narrow terminals: what to do goes under the table, in whole lines, not in a thin column.
     wide = console.width >= 120

@@ -126,8 +126,11 @@ def _reading(workspace: Path, key: str | None) -> Reading:
 def _print_settings(values: dict[str, Any], loaded: Reading) -> None:
     from rich.text import Text
 
-    from agentls.cli.tables import new_table, table_console
+    from agentls.cli.tables import for_people, new_table, print_rows, table_console
 
+    if not for_people():  # piped: key<TAB>value<TAB>source, one line per setting
+        print_rows((key, _show(value), loaded.source_of(key)) for key, value in values.items())
+        return
     table = new_table()
     table.add_column("key", overflow="fold")
     table.add_column("value", overflow="fold")

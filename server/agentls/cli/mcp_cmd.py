@@ -18,6 +18,7 @@ from typing import Any
 
 from agentls import config
 from agentls.cli import exitcodes
+from agentls.cli.tables import for_people, print_rows
 
 HELP = "list the configured MCP servers, their state and tool counts"
 
@@ -51,6 +52,11 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
     if args.json:
         print(json.dumps({"servers": [{**row, "tool_names": tools.get(row["name"], [])}
                                       for row in rows]}, indent=2))
+    elif not for_people():  # piped: one line per server, its tools comma-separated
+        print_rows((row["name"], row["transport"], row["state"],
+                    row["tools"] if row["state"] == "running" else "", row["how"],
+                    ",".join(tools.get(row["name"], [])), "; ".join(row["left_out"]),
+                    row["error"] or "") for row in rows)
     else:
         for row in rows:
             count = f"{row['tools']} tools" if row["state"] == "running" else ""

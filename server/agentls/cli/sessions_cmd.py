@@ -99,8 +99,12 @@ def _print_list(sessions: list[SessionInfo], as_json: bool, workspace: Path) -> 
     if not sessions:
         print(f"no sessions in {workspace}", file=sys.stderr)
         return
-    from agentls.cli.tables import new_table, table_console
+    from agentls.cli.tables import for_people, new_table, print_rows, table_console
 
+    if not for_people():  # piped: id, updated, backend/model, mode, messages, title
+        print_rows((info.id, _when(info.updated_at), f"{info.backend}/{info.model}", info.mode,
+                    info.message_count, info.title or "") for info in sessions)
+        return
     table = new_table()
     table.add_column("id", no_wrap=True, min_width=12)  # `sessions show` takes a prefix
     table.add_column("updated", no_wrap=True)
@@ -109,10 +113,13 @@ def _print_list(sessions: list[SessionInfo], as_json: bool, workspace: Path) -> 
     table.add_column("msgs", justify="right", no_wrap=True)
     table.add_column("title", overflow="ellipsis", no_wrap=True, ratio=3)
     for info in sessions:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at))
-        table.add_row(Text(info.id), when, Text(f"{info.backend}/{info.model}"),
+        table.add_row(Text(info.id), _when(info.updated_at), Text(f"{info.backend}/{info.model}"),
                       info.mode, str(info.message_count), Text(info.title or "(untitled)"))
     table_console().print(table)
+
+
+def _when(updated_at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(updated_at))
 
 
 def _find(store: SessionStore, wanted: str) -> list[SessionInfo]:
