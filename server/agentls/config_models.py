@@ -54,6 +54,13 @@ class BackendConfig(BaseModel):
     images: bool = Field(False, description="The model takes images in prompts (a vision "
                          "model): ACP clients may then attach images, sent as image parts.",
                          examples=["true"])
+    tool_calls: Literal["native", "text", "auto"] = Field(
+        "auto", description="How the model calls tools: native (the API's tools field), text "
+        "(the tools described in the system prompt, calls read from the answer's text, "
+        "results sent back as messages: for models with no tool calling), auto (native, and "
+        "text once the server refuses tools, as Ollama does for a model without them). Calls "
+        "a server left in the text unparsed are read in every mode.",
+        examples=["text"])
 
     @field_validator("api_key_env", mode="before")
     @classmethod

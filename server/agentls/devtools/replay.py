@@ -82,6 +82,7 @@ Script schema (YAML or JSON file, or a dict)
                                # this tool (names found via tool_call_id)
           model: scripted-model
           stream: true         # streaming request or not
+          tools: true          # the request offers tools (false: it sends none)
         times: 1               # requests this step answers; default 1; "*" = unlimited
         reply:
           text: "Hello"
@@ -96,10 +97,28 @@ Script schema (YAML or JSON file, or a dict)
           delay_s: 0.01
           first_delay_s: 0.2
           interleave_tool_calls: false   # true: argument pieces of parallel calls alternate
+          # The shapes real servers send (replay_wire.stream_deltas and text_tool_calls
+          # cite the servers' code for each):
+          call_shape: split    # whole: each call in one delta, arguments whole (Ollama)
+          reasoning_field: reasoning_content   # or reasoning (Ollama, newer vLLM)
+          arguments_as: string # object: a JSON object (proxies); double: encoded twice
+          omit_call_ids: false # true: calls without "id"
+          same_index: false    # true: every call under index 0
+          empty_first_chunk: false   # true: a first chunk with "choices": [] (Azure)
+          done_marker: true    # false: no "data: [DONE]" at the end
+          text_tool_calls: hermes   # the calls written in the text, no native calls,
+                               # finish "stop" (a server without its tool parser):
+                               # hermes <tool_call>{...}</tool_call>, mistral
+                               # [TOOL_CALLS][...], mistral_v11 [TOOL_CALLS]name{...},
+                               # json (the bare object), fenced (in a ```json block)
         drop_after: 3          # optional, with reply: send 3 SSE events, then cut the
                                # connection (no [DONE], no terminating chunk). 0 = cut
                                # right after the headers; the first event is the role.
                                # A non-streaming request gets half its body, then the cut.
+      - match: {tools: true}   # Ollama with a model whose template has no tools:
+        error: {status: 400, body: {error: {message: "registry.ollama.ai/library/gemma3:4b
+          does not support tools", type: api_error, param: null, code: null}}}
+                               # (the body Ollama's /v1 answers, ollama/ollama#6027)
       - match: {user: "busy"}
         error:                 # instead of reply
           status: 429

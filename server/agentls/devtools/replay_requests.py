@@ -54,6 +54,7 @@ class ChatView:
     system: str
     ends_with_tool_results: bool
     trailing_tools: frozenset[str]
+    has_tools: bool = False
 
     @classmethod
     def of(cls, body: Mapping[str, Any]) -> ChatView:
@@ -81,6 +82,7 @@ class ChatView:
             ),
             ends_with_tool_results=bool(messages) and messages[-1].get("role") == "tool",
             trailing_tools=frozenset(trailing),
+            has_tools=bool(body.get("tools")),
         )
 
     def fits(self, match: StepMatch) -> bool:
@@ -92,6 +94,7 @@ class ChatView:
             and (match.tool is None or match.tool in self.trailing_tools)
             and (match.model is None or match.model == self.model)
             and (match.stream is None or match.stream == self.stream)
+            and (match.tools is None or match.tools == self.has_tools)
         )
 
 

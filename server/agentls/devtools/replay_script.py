@@ -48,6 +48,7 @@ class StepMatch:
     stream: bool | None = None
     prompt: TextPattern | None = None  # /v1/completions only: the prompt (the prefix)
     suffix: TextPattern | None = None  # /v1/completions only: the suffix sent
+    tools: bool | None = None  # the request offers tools (a non-empty ``tools`` field)
 
     @property
     def completions_only(self) -> bool:
@@ -56,7 +57,8 @@ class StepMatch:
     @property
     def chat_only(self) -> bool:
         return (self.user is not None or self.system is not None
-                or self.tool_results is not None or self.tool is not None)
+                or self.tool_results is not None or self.tool is not None
+                or self.tools is not None)
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,18 @@ class Reply:
     delay_s: float = 0.0
     first_delay_s: float = 0.0
     interleave_tool_calls: bool = False
+    # The shapes real servers stream (replay_wire.py documents each and where it comes from).
+    call_shape: str = "split"  # "split" (OpenAI) or "whole" (Ollama: each call in one delta)
+    reasoning_field: str = "reasoning_content"  # or "reasoning" (Ollama, newer vLLM)
+    arguments_as: str = "string"  # "string", "object" (a JSON object), "double" (encoded twice)
+    omit_call_ids: bool = False  # calls without "id"
+    same_index: bool = False  # every call under index 0
+    empty_first_chunk: bool = False  # a first chunk with "choices": []
+    done_marker: bool = True  # false: no "data: [DONE]" after the last chunk
+    text_tool_calls: str = ""  # the calls written in the text: hermes, mistral, json, fenced
+
+
+TEXT_CALL_FORMS = frozenset({"hermes", "mistral", "mistral_v11", "json", "fenced"})
 
 
 @dataclass(frozen=True)
@@ -157,6 +171,12 @@ def _bool(value: Any, where: str) -> bool:
     return value
 
 
+def _choice(value: Any, where: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        _fail(where, f"expected one of {list(choices)}, got {_describe(value)}")
+    return str(value)
+
+
 def _pattern(value: Any, where: str) -> TextPattern:
     text = _str(value, where)
     if len(text) >= 2 and text.startswith("/") and text.endswith("/"):
@@ -168,10 +188,12 @@ def _pattern(value: Any, where: str) -> TextPattern:
 
 
 _MATCH_KEYS = frozenset({"user", "system", "tool_results", "tool", "model", "stream", "prompt",
-                         "suffix"})
+                         "suffix", "tools"})
 _REPLY_KEYS = frozenset(
     {"text", "tool_calls", "finish_reason", "usage", "chunk_size", "delay_s", "first_delay_s",
-     "interleave_tool_calls", "reasoning", "refusal"}
+     "interleave_tool_calls", "reasoning", "refusal", "call_shape", "reasoning_field",
+     "arguments_as", "omit_call_ids", "same_index", "empty_first_chunk", "done_marker",
+     "text_tool_calls"}
 )
 _DEFAULT_KEYS = frozenset({"chunk_size", "delay_s", "first_delay_s"})
 _USAGE_KEYS = frozenset(
@@ -198,6 +220,7 @@ def _parse_match(value: Any, where: str) -> StepMatch:
         stream=_bool(get("stream"), f"{where}.stream") if get("stream") is not None else None,
         prompt=_pattern(get("prompt"), f"{where}.prompt") if get("prompt") is not None else None,
         suffix=_pattern(get("suffix"), f"{where}.suffix") if get("suffix") is not None else None,
+        tools=_bool(get("tools"), f"{where}.tools") if get("tools") is not None else None,
     )
 
 
@@ -249,6 +272,20 @@ def _parse_reply(value: Any, where: str, defaults: Mapping[str, Any]) -> Reply:
         interleave_tool_calls=_bool(
             raw.get("interleave_tool_calls", False), f"{where}.interleave_tool_calls"
         ),
+        call_shape=_choice(raw.get("call_shape", "split"), f"{where}.call_shape",
+                           ("split", "whole")),
+        reasoning_field=_choice(raw.get("reasoning_field", "reasoning_content"),
+                                f"{where}.reasoning_field", ("reasoning_content", "reasoning")),
+        arguments_as=_choice(raw.get("arguments_as", "string"), f"{where}.arguments_as",
+                             ("string", "object", "double")),
+        omit_call_ids=_bool(raw.get("omit_call_ids", False), f"{where}.omit_call_ids"),
+        same_index=_bool(raw.get("same_index", False), f"{where}.same_index"),
+        empty_first_chunk=_bool(raw.get("empty_first_chunk", False),
+                                f"{where}.empty_first_chunk"),
+        done_marker=_bool(raw.get("done_marker", True), f"{where}.done_marker"),
+        text_tool_calls=(_choice(raw["text_tool_calls"], f"{where}.text_tool_calls",
+                                 tuple(sorted(TEXT_CALL_FORMS)))
+                         if raw.get("text_tool_calls") else ""),
     )
 
 

@@ -7,6 +7,7 @@ the behaviour is documented in :mod:`agentls.devtools.replay`.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hmac
 import logging
 import struct
@@ -41,6 +42,7 @@ from agentls.devtools.replay_wire import (
     json_bytes,
     scripted_error_answer,
     stream_deltas,
+    text_tool_calls,
 )
 
 # The name the server logged under before it was split into modules; callers configure it.
@@ -330,6 +332,10 @@ class ReplayServer:
     def _reply(self, step: Step, reply: Reply, body: Mapping[str, Any], view: ChatView
                ) -> Answer | StreamAnswer:
         number = self._next_number()
+        if reply.text_tool_calls:  # the calls in the text, no native calls: finish "stop"
+            reply = dataclasses.replace(
+                reply, tool_calls=(), text_tool_calls="",
+                text=text_tool_calls(reply.text, reply.tool_calls, reply.text_tool_calls))
         call_ids = [c.id or f"call_{number}_{i}" for i, c in enumerate(reply.tool_calls)]
         finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
         usage: dict[str, Any] = {
@@ -368,6 +374,9 @@ class ReplayServer:
                 {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}]}
             for delta in stream_deltas(reply, call_ids)
         ]
+        if reply.empty_first_chunk:  # Azure OpenAI's first chunk: prompt_filter_results only
+            chunks.insert(0, {**common, "object": "chat.completion.chunk", "choices": [],
+                              "prompt_filter_results": []})
         chunks.append({**common, "object": "chat.completion.chunk", "choices": [
             {"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish}]})
         if with_usage:
@@ -376,5 +385,6 @@ class ReplayServer:
             chunks.append({**common, "object": "chat.completion.chunk", "choices": [],
                            "usage": usage})
         events = [b"data: " + json_bytes(c) + b"\n\n" for c in chunks]
-        events.append(b"data: [DONE]\n\n")
+        if reply.done_marker:  # some servers and proxies end the stream without it
+            events.append(b"data: [DONE]\n\n")
         return StreamAnswer(events, reply.first_delay_s, reply.delay_s, step.drop_after)

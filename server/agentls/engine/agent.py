@@ -388,7 +388,8 @@ class Agent:
                 budget = min(budget, sent.estimated_tokens)
             trimmed = sent
             append_message(self.store, run,
-                           Message.assistant(response.text or None, response.tool_calls))
+                           Message.assistant(response.text or None, response.tool_calls),
+                           _text_calls_record(run, response, backend.name, frontend))
             run.streaming.clear()
             run.text_parts.append(response.text)
 
@@ -533,3 +534,36 @@ class Agent:
     def _context_tokens(self, backend: Backend) -> int:
         config = self.settings.backends.get(backend.name)
         return config.context_max_tokens if config else 128_000
+
+
+def _text_calls_record(run: RunState, response: ChatResponse, backend: str,
+                       frontend: Frontend) -> dict[str, Any] | None:
+    """The assistant message's record when its calls were read from its text (the server did
+    not parse them, or tools are described in the prompt), told to the person once a run."""
+    if not response.calls_from_text and not response.tools_as_text:
+        return None
+    from agentls.llm.text_tool_calls import FORM_NAMES
+
+    record: dict[str, Any] = {"model": run.model}
+    if response.tools_as_text:
+        record["tools_as_text"] = True
+        if not run.told_tools_as_text:
+            run.told_tools_as_text = True
+            frontend.on_event(StatusEvent(warning=True, message=(
+                f"{backend}: the model's server takes no tools, so the tools are described in "
+                "the prompt and the calls read from the model's text (tool_calls = \"text\")")))
+    if response.calls_from_text and not response.tools_as_text:
+        form = FORM_NAMES.get(response.calls_from_text, response.calls_from_text)
+        note = (f"the server did not parse the model's tool calls: AgentLS read "
+                f"{len(response.tool_calls)} from its text, written as {form}")
+        record["calls_from_text"] = response.calls_from_text
+        record["note"] = note
+        if not run.told_calls_from_text:
+            run.told_calls_from_text = True
+            frontend.on_event(StatusEvent(warning=True, message=(
+                f"{backend}: {note}. Start the server with its tool parser (llama.cpp: --jinja; "
+                "vLLM: --enable-auto-tool-choice --tool-call-parser NAME), or set "
+                f"backends.{backend}.tool_calls = \"text\"")))
+    elif response.calls_from_text:
+        record["calls_from_text"] = response.calls_from_text
+    return record

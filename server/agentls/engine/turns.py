@@ -59,6 +59,9 @@ class RunState:
         self.cached_turns = 0
         self.model = ""  # the model this run asks (the session's chosen one, or the backend's)
         self.user_message_id: int | None = None  # the stored request, for the turn's outcome
+        # Told once a run: calls read from the model's text; tools described in the prompt.
+        self.told_calls_from_text = False
+        self.told_tools_as_text = False
 
 
 def append_message(store: SessionStore, run: RunState, message: Message,

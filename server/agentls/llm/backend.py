@@ -19,6 +19,8 @@ ErrorKind = Literal[
     "server_error",
     "connection",
     "bad_request",
+    "tools_unsupported",  # the model or its server takes no tools (Ollama, llama.cpp, vLLM)
+    "tool_calls_unread",  # the model wrote a tool call as text that could not be read
 ]
 
 RETRYABLE_KINDS: frozenset[str] = frozenset({"rate_limit", "server_error", "timeout", "connection"})
@@ -36,7 +38,33 @@ HINTS: dict[str, str] = {
     "server_error": "the model server failed; try again later",
     "connection": "check that the server is running and `base_url` is right",
     "bad_request": "the server refused the request as malformed; see its message",
+    "tools_unsupported": "the model or its server takes no tools: use a model with tool "
+    "support, start the server with tool calling on (llama.cpp: --jinja; vLLM: "
+    "--enable-auto-tool-choice --tool-call-parser NAME), set `backends.<name>.tool_calls = "
+    '"text"` (the tools described in the prompt), or use the `ask` mode (no tools)',
+    "tool_calls_unread": "the server did not parse the model's tool calls: start it with its "
+    "tool parser (llama.cpp: --jinja; vLLM: --enable-auto-tool-choice --tool-call-parser "
+    'NAME; Ollama: a model with tools), or set `backends.<name>.tool_calls = "text"`',
 }
+
+
+# What servers say when they take no tools: Ollama (400 "<model> does not support tools",
+# server/routes.go), llama.cpp without --jinja (500 "tools param requires --jinja flag",
+# tools/server/utils.hpp), vLLM without a tool parser (400 '"auto" tool choice requires
+# --enable-auto-tool-choice and --tool-call-parser to be set'), OpenRouter ("No endpoints
+# found that support tool use").
+_TOOLS_UNSUPPORTED = re.compile(
+    r"does not support tools|tools param requires --jinja|tool choice requires "
+    r"--enable-auto-tool-choice|no endpoints found that support tool use", re.IGNORECASE)
+
+
+def tools_unsupported(body: str) -> bool:
+    return bool(_TOOLS_UNSUPPORTED.search(body))
+
+
+def tools_hint(backend: str, base_hint: str = HINTS["tools_unsupported"]) -> str:
+    """The tools hint with the backend's name in the setting it names."""
+    return base_hint.replace("backends.<name>.", f"backends.{backend or '<name>'}.")
 
 
 class BackendError(Exception):
@@ -102,6 +130,8 @@ _MODEL_NOT_FOUND = re.compile(
 
 def classify_status(status: int, body: str) -> tuple[ErrorKind, bool]:
     """Map an HTTP status and the server's body to (kind, retryable)."""
+    if status in (400, 422, 500) and tools_unsupported(body):
+        return "tools_unsupported", False
     if _CONTEXT_TOO_LONG.search(body) and status in (400, 413, 422, 500):
         return "context_too_long", False
     if status in (401, 403):

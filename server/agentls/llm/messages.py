@@ -196,6 +196,12 @@ class ChatResponse:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     cached: bool = False
+    # The server did not parse the model's tool calls: they were read from its text, written
+    # in this form (llm/text_tool_calls.py: "hermes", "mistral", "json", "fenced").
+    calls_from_text: str = ""
+    # The tools were described in the prompt, not sent as ``tools`` (tool_calls = "text", or
+    # "auto" after the server refused tools).
+    tools_as_text: bool = False
 
     def redacted(self) -> ChatResponse:
         """This answer with every secret the model echoed replaced by the marker."""
@@ -213,6 +219,8 @@ class ChatResponse:
                 self.usage.total_tokens,
             ],
             "model": self.model,
+            "calls_from_text": self.calls_from_text,
+            "tools_as_text": self.tools_as_text,
         }
 
     @classmethod
@@ -224,6 +232,8 @@ class ChatResponse:
             usage=Usage(*data["usage"]),
             model=data["model"],
             cached=cached,
+            calls_from_text=data.get("calls_from_text", ""),
+            tools_as_text=bool(data.get("tools_as_text", False)),
         )
 
 

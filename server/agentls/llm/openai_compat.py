@@ -17,11 +17,13 @@ import httpx2
 from agentls.config import BackendConfig
 from agentls.llm import tls
 from agentls.llm.backend import (
+    HINTS,
     BackendError,
     RetryCallback,
     classify_status,
     missing_v1_hint,
     retry_after_from_headers,
+    tools_hint,
 )
 from agentls.llm.cache import ResponseCache, request_key
 from agentls.llm.finish import finish_of, refusal_of
@@ -30,6 +32,7 @@ from agentls.llm.messages import (
     ChatRequest,
     ChatResponse,
     ToolCall,
+    ToolSpec,
     Usage,
 )
 from agentls.llm.openai_import import import_openai
@@ -55,13 +58,55 @@ class _ToolCallParts:
     name: str = ""
     arguments: list[str] = field(default_factory=list)
 
+    def whole(self) -> bool:
+        """The arguments so far already make a JSON value (a complete call)."""
+        try:
+            json.loads("".join(self.arguments) or "x")
+        except ValueError:
+            return False
+        return True
+
+
+def arguments_text(raw: object) -> str:
+    """A call's ``arguments`` as the JSON text of an object, whatever the server sent: a
+    string as it is, an object (some servers and proxies send one) encoded, a string that
+    encodes a JSON string of an object (double-encoded) decoded once. Anything else is kept
+    as text, so the model sees the tool error about it rather than the run a traceback."""
+    if raw is None:
+        return ""
+    if isinstance(raw, dict | list):
+        return json.dumps(raw, ensure_ascii=False)
+    if not isinstance(raw, str):
+        return json.dumps(raw, ensure_ascii=False, default=str)
+    stripped = raw.strip()
+    if stripped.startswith('"'):
+        try:
+            inner = json.loads(stripped)
+        except ValueError:
+            return raw
+        if isinstance(inner, str) and inner.strip().startswith("{"):
+            try:
+                if isinstance(json.loads(inner), dict):
+                    return inner
+            except ValueError:
+                pass
+    return raw
+
 
 class StreamAssembler:
-    """Builds the complete response from streamed deltas, tool-call fragments included."""
+    """Builds the complete response from streamed deltas, tool-call fragments included.
+
+    Servers differ in how they stream calls (the scripted server serves each shape:
+    ``devtools/replay_wire.py``): OpenAI splits a call's arguments over many deltas under one
+    ``index``; Ollama sends each call whole in one delta; some omit ``id`` or ``index``, send
+    ``arguments`` as an object, or reuse one ``index`` for several whole calls. A delta for an
+    index whose call is already whole and that brings a new ``id`` or a new name starts the
+    next call."""
 
     def __init__(self) -> None:
         self.text: list[str] = []
-        self.calls: dict[int, _ToolCallParts] = {}
+        self.calls: list[_ToolCallParts] = []
+        self._slots: dict[int, int] = {}  # a delta's index -> its call in ``calls``
         self.finish_reason: str | None = None
         self.usage = Usage()
         self.model = ""
@@ -70,42 +115,74 @@ class StreamAssembler:
 
     def feed(self, chunk: Any) -> str:
         """Take one ``ChatCompletionChunk``; return its text delta (may be empty)."""
-        if chunk.usage is not None:
+        if getattr(chunk, "usage", None) is not None:
             self.usage = _usage(chunk.usage)
-        if chunk.model:
+        if getattr(chunk, "model", None):
             self.model = chunk.model
         delta_text = ""
         self.reasoning = ""
-        for choice in chunk.choices:
+        for choice in getattr(chunk, "choices", None) or ():
             delta = choice.delta
             if delta is not None:
+                # llama.cpp, vLLM, DeepSeek: reasoning_content; Ollama, newer vLLM: reasoning
                 thought = getattr(delta, "reasoning_content", None)
+                if not isinstance(thought, str):
+                    thought = getattr(delta, "reasoning", None)
                 if isinstance(thought, str):
                     self.reasoning += thought
-                if delta.content:
+                if isinstance(delta.content, str) and delta.content:
                     delta_text += delta.content
                 if refusal := refusal_of(delta):  # shown and kept as the answer
                     self.refused, delta_text = True, delta_text + refusal
                 for part in delta.tool_calls or ():
-                    slot = self.calls.setdefault(part.index, _ToolCallParts())
-                    if part.id:
-                        slot.id = part.id
-                    if part.function is not None:
-                        if part.function.name:
-                            slot.name += part.function.name
-                        if part.function.arguments:
-                            slot.arguments.append(part.function.arguments)
+                    self._feed_call(part)
             if choice.finish_reason:
                 self.finish_reason = choice.finish_reason
         if delta_text:
             self.text.append(delta_text)
         return delta_text
 
+    def _feed_call(self, part: Any) -> None:
+        function = getattr(part, "function", None)
+        if isinstance(function, dict):  # an SDK that kept an unexpected shape as a dict
+            name, arguments = function.get("name"), function.get("arguments")
+        else:
+            name = getattr(function, "name", None)
+            arguments = getattr(function, "arguments", None)
+        call_id = getattr(part, "id", None) or ""
+        index = getattr(part, "index", None)
+        if not isinstance(index, int):  # no index: a named delta starts a call
+            index = -1 - len(self.calls) if name or not self.calls else None
+            if index is None:
+                self.calls[-1].arguments.append(arguments_text(arguments))
+                return
+        position = self._slots.get(index)
+        slot = self.calls[position] if position is not None else None
+        if slot is not None and slot.name and slot.whole() and (
+                (call_id and slot.id and call_id != slot.id) or (name and not call_id)
+                or (name and call_id and not slot.id)):
+            slot = None  # the index is reused for the next whole call
+        if slot is None:
+            slot = _ToolCallParts()
+            self._slots[index] = len(self.calls)
+            self.calls.append(slot)
+        if call_id:
+            slot.id = call_id
+        if isinstance(name, str) and name:
+            slot.name += name
+        text = arguments_text(arguments)
+        if text:
+            slot.arguments.append(text)
+
     def tool_calls(self) -> list[ToolCall]:
-        return [
-            ToolCall(parts.id or f"call_{index}", parts.name, "".join(parts.arguments))
-            for index, parts in sorted(self.calls.items())
-        ]
+        calls, seen = [], set()
+        for position, parts in enumerate(self.calls):
+            call_id = parts.id or f"call_{position}"
+            if call_id in seen:  # two calls under one id: the model needs them apart
+                call_id = f"{call_id}_{position}"
+            seen.add(call_id)
+            calls.append(ToolCall(call_id, parts.name, arguments_text("".join(parts.arguments))))
+        return calls
 
     def response(self) -> ChatResponse:
         return ChatResponse(
@@ -146,6 +223,9 @@ class OpenAICompatBackend:
         self._cache = cache
         self._open_cache = open_cache
         self._has_key = api_key is not None
+        # tool_calls = "text", or "auto" once the server refused tools: the tools are
+        # described in the prompt and the calls read from the text (llm/text_tool_calls.py).
+        self.tools_as_text = getattr(config, "tool_calls", "native") == "text"
         self._client = openai.AsyncOpenAI(
             base_url=config.base_url,
             api_key=api_key or NO_KEY,
@@ -173,13 +253,19 @@ class OpenAICompatBackend:
 
     def _params(self, request: ChatRequest) -> dict[str, Any]:
         model, max_tokens, temperature = self._sampling(request)
+        if request.tools and self.tools_as_text:
+            from agentls.llm.text_tool_calls import as_text_protocol
+
+            messages = as_text_protocol(request.messages, request.tools)
+        else:
+            messages = [m.to_openai() for m in request.messages]
         params: dict[str, Any] = {
             "model": model,
-            "messages": [m.to_openai() for m in request.messages],
+            "messages": messages,
             "max_tokens": max_tokens,
             "temperature": temperature,
         }
-        if request.tools:
+        if request.tools and not self.tools_as_text:
             params["tools"] = [t.to_openai() for t in request.tools]
         return params
 
@@ -209,13 +295,30 @@ class OpenAICompatBackend:
                     yield chunk
                 return
         params = self._params(request)
-        async for chunk in self.retry.stream(lambda: self._stream_once(params), on_retry):
-            if chunk.kind == "done" and key is not None and self.cache is not None:
-                assert chunk.response is not None
-                self.cache.put(key, chunk.response)
-            yield chunk
+        tools = request.tools
+        try:
+            async for chunk in self.retry.stream(lambda: self._stream_once(params, tools),
+                                                 on_retry):
+                if chunk.kind == "done" and key is not None and self.cache is not None:
+                    assert chunk.response is not None
+                    self.cache.put(key, chunk.response)
+                yield chunk
+        except BackendError as exc:
+            if not (exc.kind == "tools_unsupported" and tools and not self.tools_as_text
+                    and getattr(self.config, "tool_calls", "native") == "auto"):
+                raise
+            # tool_calls = "auto": the server takes no tools, so describe them in the prompt
+            # from now on (for this backend's life) and ask again.
+            log.info("%s refused tools (%s): tools described in the prompt from now on",
+                     self.name, exc.message)
+            self.tools_as_text = True
+            params = self._params(request)
+            async for chunk in self.retry.stream(lambda: self._stream_once(params, tools),
+                                                 on_retry):
+                yield chunk
 
-    async def _stream_once(self, params: dict[str, Any]) -> AsyncIterator[ChatChunk]:
+    async def _stream_once(self, params: dict[str, Any], tools: list[ToolSpec] | None = None
+                           ) -> AsyncIterator[ChatChunk]:
         assembler = StreamAssembler()
         redactor = StreamRedactor()
         thinking = StreamRedactor()
@@ -265,10 +368,40 @@ class OpenAICompatBackend:
                 backend=self.name,
                 partial=partial,
             )
-        response = assembler.response().redacted()
+        response = self._with_text_calls(assembler.response(), tools).redacted()
         for call in response.tool_calls:
             yield ChatChunk("tool_call", tool_call=call)
         yield ChatChunk("done", response=response)
+
+    def _with_text_calls(self, response: ChatResponse, tools: list[ToolSpec] | None
+                         ) -> ChatResponse:
+        """The calls the model wrote as text, read as calls (llm/text_tool_calls.py); an
+        attempted call that cannot be read ends the request with the reason and what to do."""
+        if not tools:
+            return response
+        if self.tools_as_text:
+            response.tools_as_text = True
+        if response.tool_calls or not response.text:
+            return response
+        from agentls.llm.text_tool_calls import FORM_NAMES, read_text_calls
+
+        reading = read_text_calls(response.text, tools)
+        if reading.calls:
+            response.text, response.tool_calls = reading.text, reading.calls
+            response.calls_from_text = reading.form
+            if response.finish_reason == "stop":
+                response.finish_reason = "tool_calls"
+            return response
+        if reading.problem:
+            how = ("its answer" if self.tools_as_text
+                   else f"its text (the server at {self.config.base_url} did not parse it)")
+            raise BackendError(
+                "tool_calls_unread",
+                f"the model wrote a tool call in {how} that AgentLS cannot read: "
+                f"{reading.problem}. Forms read: " + "; ".join(FORM_NAMES.values()),
+                backend=self.name, retryable=False, partial=response,
+                hint=tools_hint(self.name, HINTS["tool_calls_unread"]))
+        return response
 
     async def complete(
         self,
@@ -303,7 +436,7 @@ class OpenAICompatBackend:
             )
         choice = raw.choices[0]
         calls = [
-            ToolCall(c.id or f"call_{i}", c.function.name, c.function.arguments or "")
+            ToolCall(c.id or f"call_{i}", c.function.name, arguments_text(c.function.arguments))
             for i, c in enumerate(choice.message.tool_calls or ())
             if getattr(c, "function", None) is not None
         ]
@@ -359,6 +492,8 @@ class OpenAICompatBackend:
             if kind == "auth" and not self._has_key and self.config.api_key_env:
                 message += f" (the environment variable {self.config.api_key_env} is not set)"
             hint = None
+            if kind == "tools_unsupported":
+                hint = tools_hint(self.name)
             if kind == "model_not_found":
                 message += f" (model {(model or self.config.model)!r} at {url})"
                 hint = missing_v1_hint(url, exc.status_code, text, self.name)
