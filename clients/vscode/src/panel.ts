@@ -1,5 +1,6 @@
 // The chat panel: a webview view with a strict Content-Security-Policy (one nonce'd script,
-// styles from the extension, nothing remote).
+// styles from the extension, nothing remote). The script is src/panel/ bundled into
+// dist/panel.js; the styles are media/panel.css.
 import * as crypto from "node:crypto";
 import * as vscode from "vscode";
 import type { PanelOp, ViewModel } from "./pure/view";
@@ -31,8 +32,9 @@ export class ChatPanel implements vscode.WebviewViewProvider {
     this.view = view;
     this.ready = false;
     const media = vscode.Uri.joinPath(this.extensionUri, "media");
-    view.webview.options = { enableScripts: true, localResourceRoots: [media] };
-    view.webview.html = this.html(view.webview, media);
+    const dist = vscode.Uri.joinPath(this.extensionUri, "dist");
+    view.webview.options = { enableScripts: true, localResourceRoots: [media, dist] };
+    view.webview.html = this.html(view.webview, media, dist);
     view.webview.onDidReceiveMessage((m: PanelMessage) => {
       if (m.type === "ready") {
         this.ready = true;
@@ -87,9 +89,9 @@ export class ChatPanel implements vscode.WebviewViewProvider {
     void this.view?.webview.postMessage({ type: "setInput", text });
   }
 
-  private html(webview: vscode.Webview, media: vscode.Uri): string {
+  private html(webview: vscode.Webview, media: vscode.Uri, dist: vscode.Uri): string {
     const nonce = crypto.randomBytes(16).toString("base64");
-    const script = webview.asWebviewUri(vscode.Uri.joinPath(media, "panel.js"));
+    const script = webview.asWebviewUri(vscode.Uri.joinPath(dist, "panel.js"));
     const style = webview.asWebviewUri(vscode.Uri.joinPath(media, "panel.css"));
     const csp = [
       "default-src 'none'",
