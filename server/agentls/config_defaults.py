@@ -5,7 +5,7 @@ The settings' defaults and each key's shape, for reading settings without pydant
 
 from typing import Any
 
-SOURCE_HASH = '9b24a747eedea375045cd5a0da1f39e1c26977cd33af01eff80e90d838d75339'
+SOURCE_HASH = '8e220dca3dc2815e7851f6b8d543c877bd88eabfa6a03fe0d32f0bd178cd2224'
 
 DEFAULTS: dict[str, Any] = {'backend': 'openai',
  'backends': {'openai': {'type': 'openai',
@@ -141,7 +141,9 @@ DEFAULTS: dict[str, Any] = {'backend': 'openai',
                 'context_tokens': 1536,
                 'temperature': 0.1,
                 'timeout_s': 5.0},
- 'mcp': {'servers': {}, 'max_tools_in_prompt': 30}}
+ 'mcp': {'servers': {}, 'max_tools_in_prompt': 30},
+ 'lsp': {'servers': {}, 'detect': True, 'idle_stop_s': 600.0},
+ 'agent': {'check': 'errors', 'check_turns': 1, 'check_timeout_s': 30.0}}
 
 NAMED_DEFAULTS: dict[str, Any] = {'backends': {'type': 'openai',
               'base_url': 'https://api.openai.com/v1',
@@ -211,7 +213,22 @@ SHAPES: dict[str, Any] = {'backend': {'type': 'str'},
  'completion.temperature': {'type': 'float', 'ge': 0, 'le': 2},
  'completion.timeout_s': {'type': 'float', 'gt': 0, 'le': 120},
  'mcp.servers': {'type': 'opaque'},
- 'mcp.max_tools_in_prompt': {'type': 'int', 'ge': 0}}
+ 'mcp.max_tools_in_prompt': {'type': 'int', 'ge': 0},
+ 'lsp.servers.<name>.command': {'nullable': True, 'type': 'str'},
+ 'lsp.servers.<name>.args': {'type': 'list[str]'},
+ 'lsp.servers.<name>.languages': {'type': 'list[str]'},
+ 'lsp.servers.<name>.globs': {'type': 'list[str]'},
+ 'lsp.servers.<name>.initialization_options.<name>': {'type': 'opaque'},
+ 'lsp.servers.<name>.settings.<name>': {'type': 'opaque'},
+ 'lsp.servers.<name>.root_markers': {'type': 'list[str]'},
+ 'lsp.servers.<name>.enabled': {'type': 'bool'},
+ 'lsp.servers.<name>.startup_timeout_s': {'type': 'float', 'gt': 0},
+ 'lsp.servers.<name>.timeout_s': {'type': 'float', 'gt': 0},
+ 'lsp.detect': {'type': 'bool'},
+ 'lsp.idle_stop_s': {'type': 'float', 'gt': 0},
+ 'agent.check': {'type': 'choice', 'choices': ['errors', 'warnings', 'off']},
+ 'agent.check_turns': {'type': 'int', 'ge': 0, 'le': 5},
+ 'agent.check_timeout_s': {'type': 'float', 'gt': 0}}
 
 KEYS: list[str] = ['backend',
  'backends.<name>.type',
@@ -283,6 +300,21 @@ KEYS: list[str] = ['backend',
  'mcp.servers.<name>.timeout_s',
  'mcp.servers.<name>.startup_timeout_s',
  'mcp.servers.<name>.output_limit',
- 'mcp.max_tools_in_prompt']
+ 'mcp.max_tools_in_prompt',
+ 'lsp.servers.<name>.command',
+ 'lsp.servers.<name>.args',
+ 'lsp.servers.<name>.languages',
+ 'lsp.servers.<name>.globs',
+ 'lsp.servers.<name>.initialization_options.<name>',
+ 'lsp.servers.<name>.settings.<name>',
+ 'lsp.servers.<name>.root_markers',
+ 'lsp.servers.<name>.enabled',
+ 'lsp.servers.<name>.startup_timeout_s',
+ 'lsp.servers.<name>.timeout_s',
+ 'lsp.detect',
+ 'lsp.idle_stop_s',
+ 'agent.check',
+ 'agent.check_turns',
+ 'agent.check_timeout_s']
 
 CHECKS: list[str] = ['Settings._backend_exists', 'Settings._completion_backend_exists']

@@ -194,6 +194,70 @@ class CompletionConfig(BaseModel):
         return bool(self.model) if self.enabled is None else self.enabled
 
 
+class LangServerConfig(BaseModel):
+    """One language server the agent uses, `lsp.servers.NAME` (docs/LANGUAGE_SERVERS.md)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    command: str | None = Field(None, description="Program that starts the server over stdio "
+                                "(a name on PATH or a path); empty: the known server of that "
+                                "name as detected.", examples=["basedpyright-langserver"])
+    args: list[str] = Field(default_factory=list, description="Its arguments.",
+                            examples=["--stdio"])
+    languages: list[str] = Field(default_factory=list, description="Language ids it serves "
+                                 "(python, typescript, go, c, cpp, rust ...).",
+                                 examples=["python"])
+    globs: list[str] = Field(default_factory=list, description="Files it serves, as globs "
+                             "(*.py); with languages, a file matching either is served.",
+                             examples=["*.py,*.pyi"])
+    initialization_options: dict[str, Any] = Field(
+        default_factory=dict, description="Sent as initializationOptions.")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="Answers to the server's workspace/configuration "
+        "requests, by section (python.analysis.typeCheckingMode = \"strict\").")
+    root_markers: list[str] = Field(default_factory=list, description="Files whose presence "
+                                    "in the workspace says the server applies "
+                                    "(pyproject.toml, tsconfig.json, go.mod ...).",
+                                    examples=["pyproject.toml"])
+    enabled: bool = Field(True, description="Use this server.", examples=["false"])
+    startup_timeout_s: float = Field(30.0, gt=0, description="Seconds it may take to answer "
+                                     "initialize.", examples=[30])
+    timeout_s: float = Field(15.0, gt=0, description="Seconds one request (or one file's "
+                             "diagnostics) may take.", examples=[15])
+
+
+class LspConfig(BaseModel):
+    """Embedded in the settings as `lsp`: the language servers that are the agent's eyes
+    (DESIGN.md decision 16)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    servers: dict[str, LangServerConfig] = Field(
+        default_factory=dict, description="Language servers by name; a known name "
+        "(basedpyright, pyright, ruff, typescript, gopls, clangd, rust-analyzer) needs no "
+        "command.")
+    detect: bool = Field(True, description="Use the known servers found on PATH without "
+                         "configuring them.", examples=["false"])
+    idle_stop_s: float = Field(600.0, gt=0, description="A server unused this long is "
+                               "stopped (started again on next use).", examples=[600])
+
+
+class AgentConfig(BaseModel):
+    """Embedded in the settings as `agent`: how the loop checks its own work."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    check: Literal["errors", "warnings", "off"] = Field(
+        "errors", description="After the model's last edit of a turn, the changed files' "
+        "diagnostics from the language servers: new errors (or errors and warnings) go back "
+        "to the model once; off: no check.", examples=["warnings"])
+    check_turns: int = Field(1, ge=0, le=5, description="Most extra model turns the check "
+                             "may ask for in one run.", examples=[1])
+    check_timeout_s: float = Field(30.0, gt=0, description="Seconds the check may wait for "
+                                   "the servers; past it the summary says it could not run.",
+                                   examples=[30])
+
+
 def default_backends() -> dict[str, BackendConfig]:
     return {
         "openai": BackendConfig(api_key_env="OPENAI_API_KEY"),
@@ -238,6 +302,10 @@ class Settings(BaseModel):
     completion: CompletionConfig = Field(default_factory=CompletionConfig)
     mcp: McpConfig = Field(default_factory=McpConfig, description="Tools from MCP servers "
                            "(README: Tools from MCP servers).")
+    lsp: LspConfig = Field(default_factory=LspConfig, description="Language servers the "
+                           "agent reads diagnostics, definitions and references from "
+                           "(docs/LANGUAGE_SERVERS.md).")
+    agent: AgentConfig = Field(default_factory=AgentConfig)
 
     @model_validator(mode="after")
     def _backend_exists(self) -> Settings:

@@ -195,10 +195,23 @@ def _mcp_rule(parts: list[str]) -> Callable[[Any, Any], bool] | None:
     return _same
 
 
+# Language servers (`lsp.servers.NAME.*`, docs/LANGUAGE_SERVERS.md) start programs too: a
+# project may turn one off, and nothing else, until trusted; `lsp.detect` only off.
+def _lsp_rule(parts: list[str]) -> Callable[[Any, Any], bool] | None:
+    if parts[1:] == ["detect"] or (len(parts) == 4 and parts[1] == "servers"
+                                   and parts[3] == "enabled"):
+        return lambda new, old: new is False or new == old
+    if len(parts) >= 3 and parts[1] == "servers":
+        return _same
+    return None  # lsp.idle_stop_s: harmless
+
+
 def _rule(key: str) -> Callable[[Any, Any], bool] | None:
     parts = key.split(".")
     if parts[0] == "mcp":
         return _mcp_rule(parts)
+    if parts[0] == "lsp":
+        return _lsp_rule(parts)
     for pattern, rule in SENSITIVE.items():
         want = pattern.split(".")
         if len(want) == len(parts) and all(w in ("*", p) for w, p in zip(want, parts, strict=True)):

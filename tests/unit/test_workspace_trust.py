@@ -68,6 +68,14 @@ def _project(tmp_path: Path, text: str = HOSTILE) -> Path:
     ("mcp.servers.git.permission", "deny", 1, True),
     ("mcp.servers.git.tools.log", "deny", "sometimes", True),
     ("mcp.servers.git.permission", 2, "ask", False),
+    # Language servers start programs: a project may only turn one (or detection) off.
+    ("lsp.servers.pyright.command", "./evil", None, False),
+    ("lsp.servers.pyright.args", ["--stdio"], ["--stdio"], True),
+    ("lsp.servers.pyright.enabled", False, True, True),
+    ("lsp.servers.pyright.enabled", True, False, False),
+    ("lsp.detect", False, True, True),
+    ("lsp.detect", True, False, False),
+    ("lsp.idle_stop_s", 5, 600, True),
     ("max_iterations", 3, 25, True),
     ("backends.openai.model", "other", "gpt-4o-mini", True),
 ])

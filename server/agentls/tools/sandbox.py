@@ -146,6 +146,83 @@ def _read_int(path: str) -> int | None:
         return None
 
 
+# --- what the sandbox shows of a program it starts (MCP and language servers) -------------
+
+
+class ProgramNotFound(Exception):
+    """The command names no executable program; the message says what to do."""
+
+
+def program_path(command: str, environ: Mapping[str, str], cwd: Path) -> str:
+    """The program's path: as given when it has a slash (relative to the workspace), else
+    found on PATH."""
+    if "/" in command:
+        path = Path(os.path.expanduser(command))
+        if not path.is_absolute():
+            path = cwd / path
+        if not os.access(path, os.X_OK):
+            raise ProgramNotFound(f"{path} is not an executable file")
+        return str(path)
+    found = shutil.which(command, path=environ.get("PATH"))
+    if found is None:
+        raise ProgramNotFound(f"{command!r} is not on PATH; install it or give its full path as "
+                          "command")
+    return found
+
+
+def program_paths(command: str, environ: Mapping[str, str]) -> list[str]:
+    """What the sandbox must show of the server's own installation, read-only: homes and
+    ``/tmp`` are hidden in it, and servers usually live there (pipx and uv tools, npm
+    globals under nvm, a venv in the project's parent). The program, its install root (the
+    folder above its ``bin/``: the venv, the node version), and the same for the interpreter
+    its ``#!`` line names. Never a whole home or ``~/.local``."""
+    paths: list[str] = []
+
+    def add(path: str) -> None:
+        real = os.path.realpath(path)
+        paths.append(real)
+        root = _install_root(real, environ)
+        if root is not None:
+            paths.append(root)
+
+    add(command)
+    interpreter = _shebang(os.path.realpath(command))
+    if interpreter is not None:
+        found = shutil.which(interpreter, path=environ.get("PATH")) \
+            if "/" not in interpreter else interpreter
+        if found:
+            add(found)
+    return list(dict.fromkeys(paths))
+
+
+def _install_root(path: str, environ: Mapping[str, str]) -> str | None:
+    folder = os.path.dirname(path)
+    if os.path.basename(folder) != "bin":
+        return None
+    root = os.path.dirname(folder)
+    home = environ.get("HOME") or os.path.expanduser("~")
+    too_wide = {"/", "/usr", "/usr/local", "/opt", home, os.path.join(home, ".local"), "/tmp"}
+    return None if root in too_wide else root
+
+
+def _shebang(path: str) -> str | None:
+    """The interpreter a script's ``#!`` line names (``env NAME`` -> ``NAME``)."""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(512)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", "replace").split()
+    if not words:
+        return None
+    if os.path.basename(words[0]) == "env":
+        rest = [w for w in words[1:] if not w.startswith("-")]
+        return rest[0] if rest else None
+    return words[0]
+
+
 # --- the command line ---------------------------------------------------------------------
 
 

@@ -25,10 +25,13 @@ from agentls.redaction import known_secrets
 from agentls.tools.mcp.stdout_cap import line_cap, relay_argv
 from agentls.tools.overlay import hidden_layers
 from agentls.tools.sandbox import (
+    ProgramNotFound,
     SandboxSettings,
     bwrap_argv,
     home_dirs,
     probe,
+    program_path,
+    program_paths,
     sandbox_environment,
 )
 from agentls.tools.workspace import Workspace
@@ -39,6 +42,14 @@ SANDBOX_TMP = "/tmp"
 
 class LaunchError(Exception):
     """The server cannot be started as configured; the message says what to do."""
+
+
+def resolve_command(command: str, environ: Mapping[str, str], cwd: Path) -> str:
+    """The program's path (``sandbox.program_path``), a LaunchError when there is none."""
+    try:
+        return program_path(command, environ, cwd)
+    except ProgramNotFound as exc:
+        raise LaunchError(str(exc)) from None
 
 
 @dataclass
@@ -75,76 +86,6 @@ def server_environment(config: McpServerConfig, environ: Mapping[str, str],
     if secret_env:
         env.pop(secret_env, None)
     return {k: v for k, v in env.items() if v not in secrets}
-
-
-def resolve_command(command: str, environ: Mapping[str, str], cwd: Path) -> str:
-    """The program's path: as given when it has a slash (relative to the workspace), else
-    found on PATH."""
-    if "/" in command:
-        path = Path(os.path.expanduser(command))
-        if not path.is_absolute():
-            path = cwd / path
-        if not os.access(path, os.X_OK):
-            raise LaunchError(f"{path} is not an executable file")
-        return str(path)
-    found = shutil.which(command, path=environ.get("PATH"))
-    if found is None:
-        raise LaunchError(f"{command!r} is not on PATH; install it or give its full path as "
-                          "command")
-    return found
-
-
-def program_paths(command: str, environ: Mapping[str, str]) -> list[str]:
-    """What the sandbox must show of the server's own installation, read-only: homes and
-    ``/tmp`` are hidden in it, and servers usually live there (pipx and uv tools, npm
-    globals under nvm, a venv in the project's parent). The program, its install root (the
-    folder above its ``bin/``: the venv, the node version), and the same for the interpreter
-    its ``#!`` line names. Never a whole home or ``~/.local``."""
-    paths: list[str] = []
-
-    def add(path: str) -> None:
-        real = os.path.realpath(path)
-        paths.append(real)
-        root = _install_root(real, environ)
-        if root is not None:
-            paths.append(root)
-
-    add(command)
-    interpreter = _shebang(os.path.realpath(command))
-    if interpreter is not None:
-        found = shutil.which(interpreter, path=environ.get("PATH")) \
-            if "/" not in interpreter else interpreter
-        if found:
-            add(found)
-    return list(dict.fromkeys(paths))
-
-
-def _install_root(path: str, environ: Mapping[str, str]) -> str | None:
-    folder = os.path.dirname(path)
-    if os.path.basename(folder) != "bin":
-        return None
-    root = os.path.dirname(folder)
-    home = environ.get("HOME") or os.path.expanduser("~")
-    too_wide = {"/", "/usr", "/usr/local", "/opt", home, os.path.join(home, ".local"), "/tmp"}
-    return None if root in too_wide else root
-
-
-def _shebang(path: str) -> str | None:
-    """The interpreter a script's ``#!`` line names (``env NAME`` -> ``NAME``)."""
-    try:
-        with open(path, "rb") as handle:
-            first = handle.readline(512)
-    except OSError:
-        return None
-    if not first.startswith(b"#!"):
-        return None
-    words = first[2:].decode("utf-8", "replace").split()
-    if not words:
-        return None
-    if os.path.basename(words[0]) == "env":
-        rest = [w for w in words[1:] if not w.startswith("-")]
-        return rest[0] if rest else None
-    return words[0]
 
 
 def stdio_launch(name: str, config: McpServerConfig, sandbox: SandboxSettings, ws: Workspace,
