@@ -258,6 +258,54 @@ class AgentConfig(BaseModel):
                                    examples=[30])
 
 
+class NextEditConfig(BaseModel):
+    """Next-edit suggestions (DESIGN.md decisions 15 and 18): the edit the person is about to
+    make near the cursor, from a small model of its own, never the agent loop. Off until a
+    model is set (or ``enabled`` is true)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    enabled: bool | None = Field(
+        None, description="Next-edit suggestions; default: on when `next_edit.model` is set.",
+        examples=["true"])
+    backend: str = Field("", description="The backend (a key of `backends`) whose server "
+                         "answers next-edit requests; empty = the active `backend`.",
+                         examples=["ollama"])
+    model: str = Field("", description="The next-edit model (an open NES model such as Zed's "
+                       "zeta, or any chat model); empty = the backend's model, used only when "
+                       "`next_edit.enabled` is true.", examples=["zeta"])
+    format: Literal["auto", "zeta", "chat"] = Field(
+        "auto", description="The prompt: `zeta` = Zeta's editable-region format on "
+        "/v1/completions (models trained on it); `chat` = a chat model with the same markers "
+        "and strict rules; `auto` = zeta when the model name holds `zeta`, else chat.",
+        examples=["zeta"])
+    debounce_ms: int = Field(150, ge=0, le=5000, description="Pause after a request before "
+                             "it reaches the model; a newer request in it replaces it.",
+                             examples=[150])
+    region_tokens: int = Field(350, ge=32, le=4000, description="Token budget of the "
+                               "editable region around the cursor (what the model may "
+                               "rewrite).", examples=[350])
+    context_tokens: int = Field(150, ge=0, le=4000, description="Token budget of the "
+                                "read-only context around the editable region.",
+                                examples=[150])
+    history_tokens: int = Field(500, ge=0, le=8000, description="Token budget of the recent "
+                                "edits (diffs) in the prompt.", examples=[500])
+    max_tokens: int = Field(768, gt=0, le=8192, description="Most tokens one answer may "
+                            "have.", examples=[768])
+    temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature.",
+                               examples=[0.0])
+    timeout_s: float = Field(10.0, gt=0, le=120, description="Seconds a suggestion may wait "
+                             "for the model before it gives up (no suggestion).",
+                             examples=[10])
+    disabled_languages: list[str] = Field(
+        default_factory=list, description="Language ids (as the editor names them) with no "
+        "next-edit suggestions.", examples=[["markdown", "plaintext"]])
+
+    @property
+    def active(self) -> bool:
+        return bool(self.model) if self.enabled is None else self.enabled
+
+
 def default_backends() -> dict[str, BackendConfig]:
     return {
         "openai": BackendConfig(api_key_env="OPENAI_API_KEY"),
@@ -300,6 +348,7 @@ class Settings(BaseModel):
     )
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     completion: CompletionConfig = Field(default_factory=CompletionConfig)
+    next_edit: NextEditConfig = Field(default_factory=NextEditConfig)
     mcp: McpConfig = Field(default_factory=McpConfig, description="Tools from MCP servers "
                            "(README: Tools from MCP servers).")
     lsp: LspConfig = Field(default_factory=LspConfig, description="Language servers the "
@@ -323,6 +372,16 @@ class Settings(BaseModel):
         if name and name not in self.backends:
             names = ", ".join(sorted(self.backends))
             raise ValueError(f"completion.backend {name!r} is not configured (configured: "
+                             f"{names}); name one of them, or leave it empty for the active "
+                             "backend")
+        return self
+
+    @model_validator(mode="after")
+    def _next_edit_backend_exists(self) -> Settings:
+        name = self.next_edit.backend
+        if name and name not in self.backends:
+            names = ", ".join(sorted(self.backends))
+            raise ValueError(f"next_edit.backend {name!r} is not configured (configured: "
                              f"{names}); name one of them, or leave it empty for the active "
                              "backend")
         return self

@@ -211,10 +211,16 @@ def _completion_backend_exists(values: Mapping[str, Any]) -> bool:
     return not name or name in values["backends"]
 
 
+def _next_edit_backend_exists(values: Mapping[str, Any]) -> bool:
+    name = values["next_edit"]["backend"]
+    return not name or name in values["backends"]
+
+
 # The models' whole-model checks (config_defaults.CHECKS), as plain functions: True = valid.
 JUDGED_CHECKS = {
     "Settings._backend_exists": _backend_exists,
     "Settings._completion_backend_exists": _completion_backend_exists,
+    "Settings._next_edit_backend_exists": _next_edit_backend_exists,
 }
 
 

@@ -303,3 +303,17 @@ def test_a_backend_you_add_gets_no_key_unless_it_names_one(tmp_path: Path) -> No
     assert settings.backends["work"].api_key_env is None
     assert config.api_key(settings.backends["work"], env) is None
     assert config.api_key(settings.backends["openai"], env) == "sk-openai-only"
+
+
+def test_next_edit_is_off_until_a_model_is_set_and_names_a_known_backend() -> None:
+    from pydantic import ValidationError
+
+    from agentls.config_models import Settings
+
+    assert not Settings().next_edit.active
+    on = Settings.model_validate({"next_edit": {"model": "zeta", "backend": "ollama"}})
+    assert on.next_edit.active and on.next_edit.format == "auto"
+    assert not Settings.model_validate({"next_edit": {"model": "zeta",
+                                                      "enabled": False}}).next_edit.active
+    with pytest.raises(ValidationError, match=r"next_edit\.backend 'nowhere' is not configured"):
+        Settings.model_validate({"next_edit": {"backend": "nowhere"}})

@@ -46,7 +46,12 @@ def completion_answer(script: Script, body: Mapping[str, Any], select: Select,
     if step.error is not None:
         return scripted_error_answer(step.error), step.index
     assert step.reply is not None
-    text, finish = completion_text(step.reply.text, body)
+    source = step.reply.text
+    if step.reply.rewrite:
+        from agentls.devtools.replay_next_edit import rewritten_excerpt
+
+        source = rewritten_excerpt(view.prompt, step.reply.rewrite)
+    text, finish = completion_text(source, body)
     number = next_number()
     prompt_tokens = count_tokens(view.prompt) + count_tokens(view.suffix)
     usage = {"prompt_tokens": prompt_tokens, "completion_tokens": count_tokens(text),

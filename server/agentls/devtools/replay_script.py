@@ -89,6 +89,9 @@ class Reply:
     empty_first_chunk: bool = False  # a first chunk with "choices": []
     done_marker: bool = True  # false: no "data: [DONE]" after the last chunk
     text_tool_calls: str = ""  # the calls written in the text: hermes, mistral, json, fenced
+    # Next-edit answers: the prompt's editable region rewritten with these (old, new)
+    # replacements, in Zeta's answer format (devtools/replay_next_edit.py).
+    rewrite: tuple[tuple[str, str], ...] = ()
 
 
 TEXT_CALL_FORMS = frozenset({"hermes", "mistral", "mistral_v11", "json", "fenced"})
@@ -193,7 +196,7 @@ _REPLY_KEYS = frozenset(
     {"text", "tool_calls", "finish_reason", "usage", "chunk_size", "delay_s", "first_delay_s",
      "interleave_tool_calls", "reasoning", "refusal", "call_shape", "reasoning_field",
      "arguments_as", "omit_call_ids", "same_index", "empty_first_chunk", "done_marker",
-     "text_tool_calls"}
+     "text_tool_calls", "rewrite"}
 )
 _DEFAULT_KEYS = frozenset({"chunk_size", "delay_s", "first_delay_s"})
 _USAGE_KEYS = frozenset(
@@ -286,7 +289,17 @@ def _parse_reply(value: Any, where: str, defaults: Mapping[str, Any]) -> Reply:
         text_tool_calls=(_choice(raw["text_tool_calls"], f"{where}.text_tool_calls",
                                  tuple(sorted(TEXT_CALL_FORMS)))
                          if raw.get("text_tool_calls") else ""),
+        rewrite=_parse_rewrite(raw.get("rewrite", []), f"{where}.rewrite"),
     )
+
+
+def _parse_rewrite(value: Any, where: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, list) or not all(
+            isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
+            and pair[0] for pair in value):
+        _fail(where, "expected a list of [old, new] string pairs (old not empty), e.g. "
+              '[["count", "total"]]')
+    return tuple((old, new) for old, new in value)
 
 
 def _parse_error(value: Any, where: str) -> ScriptedError:

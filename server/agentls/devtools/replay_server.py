@@ -327,7 +327,13 @@ class ReplayServer:
         if step.error is not None:
             return scripted_error_answer(step.error), step.index
         assert step.reply is not None  # validated on load: a step has a reply or an error
-        return self._reply(step, step.reply, body, view), step.index
+        reply = step.reply
+        if reply.rewrite:
+            from agentls.devtools.replay_next_edit import rewritten_excerpt
+
+            reply = dataclasses.replace(reply, text=rewritten_excerpt(view.user,
+                                                                      reply.rewrite))
+        return self._reply(step, reply, body, view), step.index
 
     def _reply(self, step: Step, reply: Reply, body: Mapping[str, Any], view: ChatView
                ) -> Answer | StreamAnswer:

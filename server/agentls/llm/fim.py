@@ -52,6 +52,7 @@ class FimRequest:
     max_tokens: int = 128
     temperature: float = 0.1
     stop: Sequence[str] = field(default_factory=tuple)
+    system: str = ""  # chat mode: the system prompt (empty: the completion one)
 
 
 class SuffixRefused(BackendError):
@@ -82,7 +83,7 @@ class FimClient:
                 chat = await self._client.chat.completions.create(
                     model=request.model, stream=True, max_tokens=request.max_tokens,
                     temperature=request.temperature, stop=stop,
-                    messages=[{"role": "system", "content": CHAT_SYSTEM},
+                    messages=[{"role": "system", "content": request.system or CHAT_SYSTEM},
                               {"role": "user", "content": request.prompt}])
                 async with chat:
                     async for chunk in chat:

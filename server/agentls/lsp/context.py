@@ -38,6 +38,8 @@ class ServerContext(LanguageServer):
     fetched_client: dict[str, Any] | None  # the section as last fetched, before it resolves
     settings_listeners: list[Callable[[], None]]  # called after each reload
     file_listeners: list[Callable[[list[str]], None]]  # called with saved/changed file URIs
+    # called after pygls applied a didOpen / didChange / didClose (lsp/documents.py)
+    document_listeners: list[Callable[[Any], None]]
     runs: Runs  # one turn from request to delivered edit (lsp/runs.py)
 
     # --- workspace

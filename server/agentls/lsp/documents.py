@@ -9,6 +9,7 @@ version they were made against.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,9 @@ from pygls.workspace import TextDocument
 if TYPE_CHECKING:
     from agentls.lsp.context import ServerContext
     from agentls.tools.workspace import Workspace
+
+
+log = logging.getLogger(__name__)
 
 
 def path_of(uri: str) -> Path | None:
@@ -58,19 +62,32 @@ def feed(ls: ServerContext, workspace: Workspace) -> None:
             workspace.open_document(path, document.source, document.version)
 
 
+DocumentParams = (lsp.DidOpenTextDocumentParams | lsp.DidChangeTextDocumentParams
+                  | lsp.DidCloseTextDocumentParams)
+
+
+def _tell(ls: ServerContext, params: DocumentParams) -> None:
+    for listener in list(ls.document_listeners):
+        try:
+            listener(params)
+        except Exception:  # one feature's failure must not stop the others, nor the sync
+            log.exception("a document listener failed")
+
+
 def setup(server: ServerContext) -> None:
     # pygls has already applied each notification to ls.workspace when these run.
+    # Features that follow the text as it is typed (next-edit suggestions) are told after.
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: ServerContext, params: lsp.DidOpenTextDocumentParams) -> None:
-        return None
+        _tell(ls, params)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: ServerContext, params: lsp.DidChangeTextDocumentParams) -> None:
-        return None
+        _tell(ls, params)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: ServerContext, params: lsp.DidCloseTextDocumentParams) -> None:
-        return None
+        _tell(ls, params)
 
     # Files changed on disk: features listening are told (the search index) and the project
     # facts (tree, git state) are gathered again.

@@ -26,6 +26,14 @@ SESSIONS = "agentls/sessions"
 HISTORY = "agentls/history"
 CHAT_EVENT = "agentls/chatEvent"  # server -> client notification
 COMPLETION_STATUS = "agentls/completionStatus"  # server -> client: {status, message}
+# Next-edit suggestions (issue 42): Copilot's method as copilot-lsp and others send it, ours.
+COPILOT_INLINE_EDIT = "textDocument/copilotInlineEdit"  # {textDocument{uri, version}, position}
+NEXT_EDIT = "agentls/nextEdit"  # the same params -> the same {edits: [...]}
+DID_SHOW_INLINE_EDIT = "textDocument/didShowInlineEdit"  # {item: {command: {arguments: [id]}}}
+DID_FOCUS = "textDocument/didFocus"  # copilot-lsp's {textDocument: {uri}} on entering a buffer
+NEXT_EDIT_STATUS = "agentls/nextEditStatus"  # server -> client: {status, message}
+CMD_NEXT_EDIT_ACCEPT = "agentls.nextEdit.accept"  # arguments: [id] (the edit's command)
+CMD_NEXT_EDIT_REJECT = "agentls.nextEdit.reject"  # arguments: [id]: dismissed by the person
 # The conversation (issue 29): models and modes per session, display-ready history, mentions.
 MODELS = "agentls/models"  # {sessionId?, probe?} -> ModelsResult
 SET_MODEL = "agentls/setModel"  # {sessionId, model, backend?} -> SessionOptionsResult
@@ -540,3 +548,36 @@ def parse_propose_edit(raw: Any) -> tuple[str, str, lsp.Range, str]:
         raise ParamsError(f'{PROPOSE_EDIT} needs {{"sessionId": "<the chat\'s session>", '
                           '"uri": "<document>", "range": <Range>, "text": "<the replacement>"}')
     return session_id, uri, _parse_range(data.get("range"), "range"), text
+
+
+def parse_next_edit_params(raw: Any, method: str) -> tuple[str, int | None, int, int]:
+    """``{textDocument: {uri, version}, position: {line, character}}`` as (uri, version,
+    line, character)."""
+    data = _object(plain(raw), f"{method} params")
+    document = data.get("textDocument")
+    position = data.get("position")
+    example = ('{"textDocument": {"uri": "file:///a.py", "version": 3}, '
+               '"position": {"line": 1, "character": 2}}')
+    if not isinstance(document, dict) or not isinstance(document.get("uri"), str):
+        raise ParamsError(f"{method} needs 'textDocument' with a 'uri', e.g. {example}")
+    version = document.get("version")
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+        raise ParamsError(f"{method}: 'textDocument.version' must be an integer")
+    if not isinstance(position, dict) or not all(
+            isinstance(position.get(k), int) and not isinstance(position.get(k), bool)
+            for k in ("line", "character")):
+        raise ParamsError(f"{method} needs 'position' with integer 'line' and 'character', "
+                          f"e.g. {example}")
+    return document["uri"], version, position["line"], position["character"]
+
+
+def inline_edit_id(raw: Any) -> str | None:
+    """The suggestion id in ``didShowInlineEdit``'s ``{item: {command: {arguments: [id]}}}``
+    (None when it is not there)."""
+    data = plain(raw)
+    item = data.get("item") if isinstance(data, dict) else None
+    command = item.get("command") if isinstance(item, dict) else None
+    arguments = command.get("arguments") if isinstance(command, dict) else None
+    if isinstance(arguments, list) and arguments and isinstance(arguments[0], str):
+        return arguments[0]
+    return None

@@ -51,6 +51,7 @@ class AgentLanguageServer(SettingsState, WorkspaceRoots):
                          converter_factory=converter,
                          text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
         self.file_listeners: list[Callable[[list[str]], None]] = []  # saved/changed file URIs
+        self.document_listeners: list[Callable[[Any], None]] = []  # didOpen/Change/Close
         self._background: set[asyncio.Task[Any]] = set()
         self.runs: RunManager = RunManager(
             RunContext(editor=self, new_workspace=self.new_workspace, root=lambda: self.root,
@@ -120,6 +121,7 @@ class AgentLanguageServer(SettingsState, WorkspaceRoots):
 
 def create_server() -> AgentLanguageServer:
     import agentls.lsp.inline_completion as inline_completion
+    import agentls.lsp.next_edit as next_edit
     import agentls.lsp.propose_edit as propose_edit
     from agentls.lsp import chat, code_actions, conversation, documents, git_commands, search_index
 
@@ -140,6 +142,7 @@ def create_server() -> AgentLanguageServer:
     git_commands.setup(server)
     search_index.setup(server)
     inline_completion.setup(server)
+    next_edit.setup(server)
     conversation.setup(server)
     propose_edit.setup(server)
     return server

@@ -75,3 +75,27 @@ def test_a_closed_stream_is_recorded_when_it_closes() -> None:
         assert closed.path == "/v1/completions" and closed.events_sent < closed.events_total
         assert closed.time - closed_at < 0.2
         assert server.most_in_flight() == 1
+
+
+def test_next_edit_rewrite_answers_in_zetas_format() -> None:
+    prompt = ("### User Excerpt:\n\n```f.py\nimport os\n<|editable_region_start|>\n"
+              "def f(total<|user_cursor_is_here|>):\n    return count\n"
+              "<|editable_region_end|>\nprint(f(1))\n```\n\n### Response:\n")
+    script = {"steps": [{"times": "*", "reply": {"rewrite": [["count", "total"]]}}]}
+    with ReplayServer(script) as server:
+        answer = client(server).completions.create(model="scripted-model", prompt=prompt)
+        assert answer.choices[0].text == (
+            "```f.py\nimport os\n<|editable_region_start|>\ndef f(total):\n    return total\n"
+            "<|editable_region_end|>\nprint(f(1))\n```")
+        chat = client(server).chat.completions.create(
+            model="scripted-model", messages=[{"role": "user", "content": prompt}])
+        assert chat.choices[0].message.content == answer.choices[0].text
+
+
+def test_a_rewrite_must_be_pairs() -> None:
+    import pytest
+
+    from agentls.devtools.replay_script import ScriptError, load_script
+
+    with pytest.raises(ScriptError, match="rewrite"):
+        load_script({"steps": [{"reply": {"rewrite": ["count"]}}]})
