@@ -226,7 +226,7 @@ async function main() {
   // the reloaded one, whose server then started as `python3 -m agentls` without AgentLS.
   fs.mkdirSync(path.join(userData, "Machine"), { recursive: true });
   fs.writeFileSync(path.join(userData, "Machine/settings.json"), JSON.stringify({
-    "agentls.server.command": [PYTHON, "-m", "agentls", "serve"],
+    "agentls.server.command": [PYTHON, "-P", "-m", "agentls", "serve"],
   }, null, 2));
   fs.mkdirSync(path.join(userData, "User"), { recursive: true });
   fs.writeFileSync(path.join(userData, "User/settings.json"), JSON.stringify({

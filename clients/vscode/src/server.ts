@@ -12,6 +12,7 @@ import { provideInlineCompletionItems } from "./completion";
 import { readSettings, serverEnv, toServerConfig } from "./pure/config";
 import { explainInPanel } from "./pure/explain";
 import { mcpArgs, mcpReport } from "./pure/mcp";
+import { PYTHON_SERVE_ARGS } from "./pure/python_start";
 import { MAX_RESTARTS, onServerStop } from "./pure/restarts";
 
 export interface ServerCommand {
@@ -34,7 +35,8 @@ function onPath(name: string): string | undefined {
   return undefined;
 }
 
-/** `agentls.server.command`, else `agentls serve` from PATH, else `<python> -m agentls serve`. */
+/** `agentls.server.command`, else `agentls serve` from PATH, else `<python> -P -m agentls serve`
+ * (`-P`: no workspace file is imported in its place; pure/python_start.ts). */
 export function serverCommand(config: vscode.WorkspaceConfiguration): ServerCommand {
   const configured = config.get<string[]>("server.command", []).filter((s) => s.trim());
   if (configured.length > 0) {
@@ -44,7 +46,7 @@ export function serverCommand(config: vscode.WorkspaceConfiguration): ServerComm
   const agentls = onPath("agentls");
   if (agentls) return { command: agentls, args: ["serve"], how: "`agentls` on PATH" };
   const python = config.get<string>("server.python", "python3") || "python3";
-  return { command: python, args: ["-m", "agentls", "serve"],
+  return { command: python, args: [...PYTHON_SERVE_ARGS],
            how: `the setting agentls.server.python (${python})` };
 }
 

@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { mcpArgs, mcpReport } from "../src/pure/mcp";
+import { PYTHON_SERVE_ARGS } from "../src/pure/python_start";
 
 test("the server's command becomes `agentls mcp`, however it is started", () => {
   assert.deepEqual(mcpArgs(["serve"]), ["mcp"]);
   assert.deepEqual(mcpArgs(["-m", "agentls", "serve"]), ["-m", "agentls", "mcp"]);
+  assert.deepEqual(mcpArgs(PYTHON_SERVE_ARGS), ["-P", "-m", "agentls", "mcp"]);
   assert.deepEqual(mcpArgs([]), ["mcp"]);
 });
 

@@ -25,6 +25,7 @@ from agentls.llm.backend import BackendError, RetryNotice
 from agentls.llm.cache import ResponseCache
 from agentls.llm.messages import ChatRequest, Message
 from agentls.llm.pool import BackendPool
+from agentls.python_child import agentls_argv
 
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "demo.yaml"
 
@@ -108,7 +109,7 @@ SAMPLE_PROJECT = {
 
 def _agentls(args: list[str], env: dict[str, str], *,
              capture: bool) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentls", *args], env=env, text=True,
+    return subprocess.run(agentls_argv(*args), env=env, text=True,
                           capture_output=capture, check=False, stdin=subprocess.DEVNULL)
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any, cast
@@ -38,6 +37,7 @@ from rich.markup import escape
 
 import acp
 from agentls.devtools.replay import ReplayServer
+from agentls.python_child import agentls_argv
 
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "demo_acp.yaml"
 console = Console(highlight=False)
@@ -137,7 +137,7 @@ class PrintingClient:
 
 async def run_demo(project: Path, env: dict[str, str]) -> None:
     client = PrintingClient()
-    async with acp.spawn_agent_process(cast(Client, client), sys.executable, "-m", "agentls", "acp",
+    async with acp.spawn_agent_process(cast(Client, client), *agentls_argv("acp"),
                                        env=env, cwd=str(project)) as (conn, _):
         init = await conn.initialize(
             protocol_version=acp.PROTOCOL_VERSION,

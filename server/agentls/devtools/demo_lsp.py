@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from rich.panel import Panel
 
 from agentls.devtools.replay import ReplayServer
 from agentls.lsp.protocol import plain
+from agentls.python_child import agentls_argv
 
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "demo_run.yaml"
 SAMPLE = {
@@ -87,7 +87,7 @@ async def lsp_section() -> int:
             if getattr(params, "kind", None) == "text":
                 console.print(params.text, end="", markup=False)
 
-        await client.start_io(sys.executable, "-m", "agentls", "serve", env=env, cwd=str(root))
+        await client.start_io(*agentls_argv("serve"), env=env, cwd=str(root))
         await client.initialize_async(lsp.InitializeParams(
             capabilities=_capabilities(),
             root_uri=root.as_uri(),

@@ -3,17 +3,18 @@
 The SDK's stdio reader joins a line's pieces by repeated concatenation and then validates the
 whole message: a tool that answers 50 MB costs minutes of CPU before AgentLS could cut it to
 the model's share. So a stdio server is started under this small relay (Python's standard
-library only, run with ``-I -S`` so it needs nothing from AgentLS's installation): it passes
-the server's stdout through line by line and shrinks a line longer than the cap: in a tool
-result, each text block is cut to its head and tail with a marker naming the size, a binary
-block (image, audio, blob) is replaced by a note; any other oversized message becomes a
-JSON-RPC error for its id. The server keeps the relay's stdin and stderr; it dies with the
-relay (``PR_SET_PDEATHSIG``), and the relay exits with the server's status.
+library only, run with ``-I -S`` through ``agentls.python_child``, so it needs nothing from
+AgentLS's installation nor from the working folder): it passes the server's stdout through
+line by line and shrinks a line longer than the cap: in a tool result, each text block is cut
+to its head and tail with a marker naming the size, a binary block (image, audio, blob) is
+replaced by a note; any other oversized message becomes a JSON-RPC error for its id. The
+server keeps the relay's stdin and stderr; it dies with the relay (``PR_SET_PDEATHSIG``), and
+the relay exits with the server's status.
 """
 
 from __future__ import annotations
 
-import sys
+from agentls.python_child import python_argv
 
 MIN_LINE_CAP = 1 << 20  # bytes; a line under it passes untouched
 
@@ -24,7 +25,7 @@ def line_cap(output_limit: int) -> int:
 
 
 def relay_argv(cap: int, command: list[str]) -> list[str]:
-    return [sys.executable, "-I", "-S", "-c", RELAY, str(cap), *command]
+    return python_argv("-S", "-c", RELAY, str(cap), *command, isolated=True)
 
 
 RELAY = r'''

@@ -3,10 +3,12 @@
 torch and sentence-transformers hold about 570 MB while they embed; in the language server
 that would be resident for as long as the editor is open. ``WorkerEmbedder`` is the
 ``local`` embedder as the server and the CLI use it: it starts
-``python -m agentls.tools.semantic.embed_worker`` on first use, sends it batches of texts,
-and gets vectors back. The worker exits after ``IDLE_S`` without work (the memory goes back
-to the system) and is started again when needed; a worker that dies is restarted once per
-batch, then the batch fails with ``EmbeddingError`` (search falls back to BM25 and says so).
+``python -P -m agentls.tools.semantic.embed_worker`` on first use (through
+``agentls.python_child``, outside the workspace: none of the workspace's files is imported),
+sends it batches of texts, and gets vectors back. The worker exits after ``IDLE_S`` without
+work (the memory goes back to the system) and is started again when needed; a worker that
+dies is restarted once per batch, then the batch fails with ``EmbeddingError`` (search falls
+back to BM25 and says so).
 
 Wire (pipes): one JSON line per request, ``{"texts": [...]}``; the answer is one JSON line,
 ``{"rows": n, "dim": d}`` followed by n·d float32 values (little-endian), or
@@ -27,6 +29,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING
 
+from agentls.python_child import module_argv, neutral_cwd
 from agentls.tools.semantic.embedding import MINILM, EmbeddingError, MiniLMEmbedder
 
 if TYPE_CHECKING:
@@ -58,8 +61,9 @@ class WorkerEmbedder:
 
     def _start(self) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "agentls.tools.semantic.embed_worker", str(self.idle_s)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            module_argv("agentls.tools.semantic.embed_worker", str(self.idle_s)),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=neutral_cwd())
         self.started += 1
         self._stderr.clear()
         threading.Thread(target=self._drain, args=(proc.stderr,), daemon=True,
