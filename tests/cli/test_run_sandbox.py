@@ -3,6 +3,7 @@ agent leaves no process of the command behind."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -61,6 +62,51 @@ def _processes_with(marker: str, *, program: str | None = None) -> list[int]:
                 program is None or cmdline.split(b"\0", 1)[0] == program.encode()):
             found.append(int(entry))
     return found
+
+
+def _gone_within(marker: str, seconds: float) -> float | None:
+    """Seconds until no live process holds ``marker`` (None: still some after ``seconds``)."""
+    started = time.monotonic()
+    while _processes_with(marker):
+        if time.monotonic() - started > seconds:
+            return None
+        time.sleep(0.002)
+    return time.monotonic() - started
+
+
+def test_kill_9_ends_the_command_within_100_ms_every_time(
+        server: ReplayServer, env: dict[str, str], project: Path, tmp_path: Path) -> None:
+    """Issue 38: 20 kills of `agentls run`, half while bwrap is still setting the sandbox up,
+    half while the command runs: nothing of the command is alive 100 ms after the agent."""
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("wait\n")
+    late: list[tuple[int, float | None]] = []
+    for attempt in range(20):
+        marker = f"{318 + attempt}.125"
+        server.load(shell_run(f"sleep {marker} & sleep {marker}; echo late > late.txt"))
+        agent = subprocess.Popen(
+            [sys.executable, "-m", "agentls", "run", str(prompt), "--cwd", str(project)],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            early = attempt % 2 == 0  # at the first sight of the sandbox, or once it runs
+            while (not _processes_with(marker) if early
+                   else len(_processes_with(marker, program="sleep")) < 2):
+                assert time.monotonic() < deadline, "the command never started"
+                assert agent.poll() is None, "agentls ended before running the command"
+                time.sleep(0.001 if early else 0.02)
+            agent.send_signal(signal.SIGKILL)
+            agent.wait()
+            late.append((attempt, _gone_within(marker, 0.1)))
+        finally:
+            if agent.poll() is None:
+                agent.kill()
+            for pid in _processes_with(marker):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+    assert all(gone is not None for _, gone in late), [(a, g) for a, g in late if g is None]
+    assert not (project / "late.txt").exists()
 
 
 def test_kill_9_of_the_agent_kills_the_command(

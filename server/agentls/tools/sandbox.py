@@ -290,15 +290,20 @@ def bwrap_argv(
     *,
     hidden_homes: Sequence[str],
     read_only: bool = False,
+    new_session: bool = True,
 ) -> list[str]:
     """bwrap's arguments, in the order that matters: later mounts cover earlier ones.
     ``read_only``: each root is a read-only overlay of the root and its pending layer (the
-    layers' upper and work folders are not used), for MCP servers."""
+    layers' upper and work folders are not used), for MCP servers. ``new_session=False``
+    (only for a command AgentLS starts itself in a new session, with no terminal: nothing to
+    inject keystrokes into) keeps the sandbox's pid 1 in AgentLS's process group for that
+    command, so the group's kill ends it (tools/shell.py)."""
     argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try"]
     if not settings.network:
         argv.append("--unshare-net")
-    argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
+    argv += ["--die-with-parent", *(["--new-session"] if new_session else []),
+             "--cap-drop", "ALL", "--clearenv",
              "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
              *(arg for d in PRIVATE_DIRS for arg in ("--tmpfs", d))]
     for home in hidden_homes:

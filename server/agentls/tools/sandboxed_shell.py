@@ -144,10 +144,15 @@ class ShellSandbox:
         homes = home_dirs(self.environ)
 
         def launcher(argv: list[str], directory: Path) -> shell.Launch:
-            full = bwrap_argv(status.bwrap or "bwrap", settings, shadow.layers, directory, env,
-                              argv, hidden_homes=homes)
-            return shell.Launch(memory_limited(full, settings.memory_mb), dict(env),
-                                ws.roots[0])
+            def full(new_session: bool) -> list[str]:
+                return memory_limited(bwrap_argv(
+                    status.bwrap or "bwrap", settings, shadow.layers, directory, env, argv,
+                    hidden_homes=homes, new_session=new_session), settings.memory_mb)
+
+            # In the editor's terminal the command gets a session of its own (--new-session);
+            # started here, it already has one with no terminal, and stays in the group that
+            # is killed when AgentLS dies.
+            return shell.Launch(full(True), dict(env), ws.roots[0], local_argv=full(False))
 
         result = await shell.shell_exec(ws, command, cwd, timeout, api_key_env=api_key_env,
                                         output_limit=output_limit, launcher=launcher,

@@ -3,6 +3,15 @@
 The command runs under bash (or /bin/sh) in its own process group, so a timeout or a
 cancelled run stops everything it started. Processes it leaves in the background are
 stopped when it finishes. The permission check happens before this is called.
+
+A ``kill -9`` of AgentLS leaves nothing running (issue 38): on Linux the command starts under
+a small ``sh`` that gets SIGUSR2 the moment AgentLS dies (``PR_SET_PDEATHSIG``, set in the
+child before exec, then checked against a parent already gone) and answers it by killing its
+whole process group. That group holds bwrap and the sandbox's pid-1 bwrap (started here,
+bwrap runs without ``--new-session``: ``Launch.local_argv``), so the pid namespace ends and
+with it everything inside. bwrap's own ``--die-with-parent`` is not enough
+alone: the sandbox's pid 1 sets it a few milliseconds after it starts, and a parent killed in
+that window left the sandbox running.
 """
 
 from __future__ import annotations
@@ -43,6 +52,9 @@ class Launch:
     env: dict[str, str]
     cwd: Path
     preexec: Callable[[], None] | None = None
+    # The argv when AgentLS starts it itself (in a new session, without a terminal), if it
+    # differs from the one an editor's terminal runs.
+    local_argv: list[str] | None = None
 
 
 Launcher = Callable[[list[str], Path], Launch]
@@ -125,6 +137,43 @@ async def shell_exec(
 
 _Spawned = tuple[asyncio.subprocess.Process, "_PipeReader", "_PipeReader"]
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up in the parent (never after fork)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+# The supervisor: on SIGUSR2 (AgentLS died) it kills its process group, itself included.
+_SUPERVISE = 'trap "kill -KILL 0" USR2; "$@" & wait $!'
+
+
+def _supervised(launch: Launch) -> tuple[list[str], Callable[[], None] | None]:
+    """The argv and child hook that end the command with AgentLS (the module's docstring)."""
+    argv = launch.local_argv or launch.argv
+    prctl = _prctl()
+    if prctl is None or not os.path.exists("/bin/sh"):
+        return argv, launch.preexec
+    parent = os.getpid()
+    preexec = launch.preexec
+
+    def setup() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGUSR2)
+        if os.getppid() != parent:  # AgentLS died between the fork and the prctl
+            os._exit(137)
+        if preexec is not None:
+            preexec()
+
+    return ["/bin/sh", "-c", _SUPERVISE, "agentls-command", *argv], setup
+
 
 async def _spawn(launch: Launch, output_limit: int) -> _Spawned | str:
     """The process with readers on its stdout and stderr, or why it could not start.
@@ -132,16 +181,17 @@ async def _spawn(launch: Launch, output_limit: int) -> _Spawned | str:
     holding them, and a detached background process may hold them forever."""
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
+    argv, setup = _supervised(launch)
     try:
         process = await asyncio.create_subprocess_exec(
-            *launch.argv,
+            *argv,
             cwd=launch.cwd,
             env=launch.env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=out_write,
             stderr=err_write,
             start_new_session=True,
-            preexec_fn=launch.preexec,
+            preexec_fn=setup,
         )
     except OSError as exc:
         os.close(out_read)
