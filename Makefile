@@ -22,9 +22,9 @@ $(STAMP): pyproject.toml
 # The static embedding model (docs/SEMANTIC_SEARCH.md): distilled once at install from the
 # shipped all-MiniLM-L6-v2 into the package (package data), so `index.embeddings = auto`
 # searches by meaning on a fresh install. Once: about 30 s on a quiet 2-core machine.
-STATIC_MODEL := server/agentls/tools/semantic/static_model/model.safetensors
+STATIC_MODEL := server/agentls/index/static_model/model.safetensors
 $(STATIC_MODEL): | $(STAMP)
-	$(PY) -m agentls.tools.semantic.build_static
+	$(PY) -m agentls.index.build_static
 
 install: $(STAMP) $(STATIC_MODEL)
 

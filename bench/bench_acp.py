@@ -28,7 +28,7 @@ from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
 
 import acp
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from bench.harness import Figure, median_ms
 
 TURN_ROUNDS = 15

@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from bench.harness import Figure, ms
 
 REPO = Path(__file__).resolve().parents[1]

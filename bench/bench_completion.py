@@ -31,8 +31,8 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
 
-from agentls.devtools.replay import ReplayServer
-from agentls.engine.inline_context import CHARS_PER_TOKEN, PREFIX_SHARE, SUFFIX_SHARE
+from agentls.devtools.replay.command import ReplayServer
+from agentls.engine.inline.cursor_context import CHARS_PER_TOKEN, PREFIX_SHARE, SUFFIX_SHARE
 from bench.bench_lsp import OURS, start, stop
 from bench.harness import Figure, ms
 

@@ -16,21 +16,21 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from agentls.config import (
+from agentls.devtools.replay.command import ReplayServer
+from agentls.engine.events import RecordingFrontend
+from agentls.engine.loop.agent import Agent, RunRequest
+from agentls.engine.prompt.tokens import TokenEstimator
+from agentls.engine.sessions.store import SessionStore
+from agentls.llm.messages import ChatChunk, ChatRequest, Message, ToolCall
+from agentls.llm.pool import BackendPool
+from agentls.settings.config import (
     BackendConfig,
     CacheConfig,
     CompactionConfig,
     RetryConfig,
     Settings,
 )
-from agentls.devtools.replay import ReplayServer
-from agentls.engine.agent import Agent, RunRequest
-from agentls.engine.events import RecordingFrontend
-from agentls.engine.sessions import SessionStore
-from agentls.engine.tokens import TokenEstimator
-from agentls.llm.messages import ChatChunk, ChatRequest, Message, ToolCall
-from agentls.llm.pool import BackendPool
-from agentls.tools.workspace import Workspace
+from agentls.workspace.fence import Workspace
 from bench.harness import Figure, percentile_ms
 
 ITERATIONS = 20

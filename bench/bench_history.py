@@ -32,7 +32,7 @@ NVIM_PAGE = 100  # chat.lua's first page
 
 def build_session(root: Path, turns: int = TURNS) -> str:
     """A session of ``turns`` turns in ``root``'s store, as the agent writes one."""
-    from agentls.engine.sessions import SessionStore
+    from agentls.engine.sessions.store import SessionStore
     from agentls.llm.messages import Message, ToolCall
 
     with SessionStore.for_workspace(root) as store:

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from agentls.devtools.search_eval import Labelled, Quality, evaluate, load_queries
-from agentls.tools.semantic.index import SemanticIndex
-from agentls.tools.semantic.rerank import RERANK_CANDIDATES
-from agentls.tools.semantic.service import WorkspaceSearch
-from agentls.tools.workspace import Workspace
+from agentls.index.index import SemanticIndex
+from agentls.index.rerank import RERANK_CANDIDATES
+from agentls.index.service import WorkspaceSearch
+from agentls.workspace.fence import Workspace
 from bench.harness import Figure, ms
 
 FILES = 10_000
@@ -77,7 +77,7 @@ def _local_rss_child(root: str, index_file: str) -> None:
     """Run in a child process, as the server or `agentls index` would: index the whole
     corpus with the ``local`` embedder (all-MiniLM-L6-v2 in its worker process), embedding
     for ``LOCAL_EMBED_S`` (all of it would take hours here); print JSON."""
-    from agentls.tools.semantic.embed_worker import WorkerEmbedder
+    from agentls.index.embed_worker import WorkerEmbedder
 
     embedder = WorkerEmbedder()
     index = SemanticIndex(Workspace([root]), embedder, path=Path(index_file))
@@ -141,9 +141,9 @@ def _cosine_figure(search: WorkspaceSearch, queries: list[str], chunks: int,
     tiled over all ``chunks`` so the index holds one per chunk without hours of embedding."""
     import numpy as np
 
-    from agentls.config import user_cache_dir
-    from agentls.tools.semantic import store
-    from agentls.tools.semantic.embedding import StaticEmbedder
+    from agentls.index import store
+    from agentls.index.embedding import StaticEmbedder
+    from agentls.settings.config import user_cache_dir
 
     index = search.index
     try:
@@ -279,8 +279,8 @@ def _quality(search: WorkspaceSearch, queries: list[Labelled], lexical_only: boo
 
 
 def _recall_figures() -> list[Figure]:
-    from agentls.config import user_cache_dir
-    from agentls.tools.semantic.embedding import Embedder, MiniLMEmbedder, StaticEmbedder
+    from agentls.index.embedding import Embedder, MiniLMEmbedder, StaticEmbedder
+    from agentls.settings.config import user_cache_dir
 
     queries = load_queries(WORKSPACES / "semantic_queries.json")
     figures: list[Figure] = []
@@ -311,7 +311,7 @@ def _recall_figures() -> list[Figure]:
 def _packages_mb(names: tuple[str, ...]) -> float:
     import importlib.util
 
-    from agentls.tools.semantic.build_static import folder_mb
+    from agentls.index.build_static import folder_mb
 
     total = 0.0
     for name in names:
@@ -326,9 +326,9 @@ def _fresh_install_quality(tmp: Path, empty_cache: Path) -> list[Figure]:
     all-MiniLM-L6-v2 re-ranking their first candidates (interactive searches), and the static
     order alone (completions, chat context; or without the local extra); per-query latency,
     the first query (the worker starts, torch loads) apart."""
-    from agentls.config import IndexConfig
-    from agentls.engine.search_index import make_reranker
-    from agentls.tools.semantic.embedding import StaticEmbedder
+    from agentls.index.embedding import StaticEmbedder
+    from agentls.index.from_settings import make_reranker
+    from agentls.settings.config import IndexConfig
 
     embedder = StaticEmbedder(empty_cache)
     reranker = make_reranker(IndexConfig(), embedder)
@@ -381,9 +381,9 @@ def _distractor_figures(tmp: Path, empty_cache: Path) -> list[Figure]:
     """The labelled sets again, with the labelled repository inside this project's own
     server/ sources (about 2,200 chunks of real code that answer none of the queries, though
     some come close): 41 chunks flatter any ranking, the first 20 being half of them."""
-    from agentls.config import IndexConfig
-    from agentls.engine.search_index import make_reranker
-    from agentls.tools.semantic.embedding import StaticEmbedder
+    from agentls.index.embedding import StaticEmbedder
+    from agentls.index.from_settings import make_reranker
+    from agentls.settings.config import IndexConfig
 
     root = tmp / "distracted"
     shutil.copytree(WORKSPACES / "semantic_repo", root)
@@ -421,10 +421,10 @@ def _fresh_install_figures(corpus: Path, tmp: Path) -> list[Figure]:
     all-MiniLM-L6-v2 in interactive searches. Its recall@5 on the labelled sets, the first
     real `agentls index` of the 10,000-file corpus with it, a real cold `agentls search`, and
     the install size the model adds."""
-    from agentls.config import IndexConfig
-    from agentls.engine.search_index import provider_name
-    from agentls.tools.semantic.build_static import folder_mb
-    from agentls.tools.semantic.embedding import SHIPPED_STATIC_DIR
+    from agentls.index.build_static import folder_mb
+    from agentls.index.embedding import SHIPPED_STATIC_DIR
+    from agentls.index.from_settings import provider_name
+    from agentls.settings.config import IndexConfig
 
     empty_cache = tmp / "fresh-home-cache"
     provider = provider_name(IndexConfig(), empty_cache)
@@ -474,9 +474,9 @@ def _warm_rerank_figures(corpus: Path, empty_cache: Path) -> list[Figure]:
     """Interactive searches of the 10,000-file index in one process (the language server, an
     agent run): each query's 20 candidates are mostly chunks not re-ranked before, so every
     query embeds them; the first query (worker start) apart."""
-    from agentls.config import IndexConfig
-    from agentls.engine.search_index import make_reranker
-    from agentls.tools.semantic.embedding import StaticEmbedder
+    from agentls.index.embedding import StaticEmbedder
+    from agentls.index.from_settings import make_reranker
+    from agentls.settings.config import IndexConfig
 
     embedder = StaticEmbedder(empty_cache)
     search = WorkspaceSearch(SemanticIndex(Workspace([corpus]), embedder),

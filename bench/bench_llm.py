@@ -10,11 +10,11 @@ from pathlib import Path
 import diskcache
 import openai
 
-from agentls.config import BackendConfig
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from agentls.llm.cache import ResponseCache
 from agentls.llm.messages import ChatRequest, ChatResponse, Message, ToolSpec, Usage
 from agentls.llm.openai_compat import OpenAICompatBackend
+from agentls.settings.config import BackendConfig
 from bench.harness import Figure, interleaved_async, median_ms
 
 ROUNDS = 300

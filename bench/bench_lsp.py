@@ -38,7 +38,7 @@ import openai
 from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from bench.harness import Figure, median_ms, percentile_ms
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,7 +50,7 @@ SERVER_ONLY = [sys.executable, "-c", "import argparse, sys; from agentls.cli.ser
 LINES = 5_000
 DIAGNOSTICS = 50
 # The whole document selected: the grouped fix, five single fixes, three selection actions and
-# Explain (lsp/action_catalog.py).
+# Explain (lsp/features/code_actions/catalog.py).
 WHOLE_ACTIONS = 1 + 5 + 4
 SELECTION_LINES = 20
 WARMUP = 200
@@ -392,12 +392,12 @@ async def _chat_figures(folder: Path) -> list[Figure]:
 CHAT_IMPORTS = """
 import time
 import agentls.cli.serve_cmd, agentls.lsp.server
-from agentls.import_gc import imports_without_gc
+from agentls.base.import_gc import imports_without_gc
 started = time.perf_counter()
 with imports_without_gc():
     from agentls.llm import tls
     tls.start()
-    import agentls.engine.context_cache, agentls.engine.host
+    import agentls.engine.prompt.levels_cache, agentls.engine.host
     import openai
     openai.AsyncOpenAI(api_key="x").chat.completions
 print((time.perf_counter() - started) * 1000)

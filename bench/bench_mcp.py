@@ -30,15 +30,15 @@ from pathlib import Path
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from agentls.mcp_settings import McpConfig, McpServerConfig
-from agentls.sandbox_settings import SandboxSettings
+from agentls.sandbox.bwrap import probe
+from agentls.settings.mcp import McpConfig, McpServerConfig
+from agentls.settings.sandbox import SandboxSettings
 from agentls.tools.mcp.connection import McpConnection
 from agentls.tools.mcp.hub import McpHub, tool_defs
 from agentls.tools.mcp.launch import stdio_launch
 from agentls.tools.permissions import PermissionPolicy
 from agentls.tools.registry import ToolBox, ToolContext, ToolDef
-from agentls.tools.sandbox import probe
-from agentls.tools.workspace import Workspace
+from agentls.workspace.fence import Workspace
 from bench.harness import Figure, median_ms
 
 CALL_ROUNDS = 41

@@ -14,13 +14,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from agentls.config import BackendConfig, CacheConfig, RetryConfig, Settings
-from agentls.devtools.replay import ReplayServer
-from agentls.engine.agent import Agent, RunRequest
+from agentls.devtools.replay.command import ReplayServer
 from agentls.engine.events import RecordingFrontend
-from agentls.engine.sessions import SessionStore
+from agentls.engine.loop.agent import Agent, RunRequest
+from agentls.engine.sessions.store import SessionStore
 from agentls.llm.pool import BackendPool
-from agentls.tools.workspace import Workspace
+from agentls.settings.config import BackendConfig, CacheConfig, RetryConfig, Settings
+from agentls.workspace.fence import Workspace
 from bench.harness import Figure
 
 # Measured by this module at commit 47da067 (before the tool schemas were tightened).

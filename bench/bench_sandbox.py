@@ -10,11 +10,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from agentls.tools import shell
-from agentls.tools.overlay import ShadowWorkspace
-from agentls.tools.sandbox import probe
-from agentls.tools.sandboxed_shell import ShellSandbox
-from agentls.tools.workspace import Workspace
+from agentls.sandbox.bwrap import probe
+from agentls.tools.shell import command as shell
+from agentls.tools.shell.sandboxed import ShellSandbox
+from agentls.workspace.fence import Workspace
+from agentls.workspace.overlay import ShadowWorkspace
 from bench.harness import Figure, median_ms
 
 ROUNDS = 21

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from agentls.tools import files
-from agentls.tools.search import search_text
-from agentls.tools.search_rg import rg_command
-from agentls.tools.workspace import Workspace
+from agentls.tools.search.ripgrep import rg_command
+from agentls.tools.search.text import search_text
+from agentls.workspace.fence import Workspace
 from bench.harness import Figure, median_ms
 
 SEARCH_ROUNDS = 7

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 # Property tests explore new random examples on every developer run; CI (.ci/run sets
 # HYPOTHESIS_PROFILE=ci) runs a fixed set, so a landing is not decided by the examples drawn

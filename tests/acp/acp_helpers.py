@@ -31,7 +31,7 @@ from acp.schema import (
 )
 
 import acp
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 SECRET = "sk-acp-planted-secret-0123456789"
 

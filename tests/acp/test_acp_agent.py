@@ -14,8 +14,8 @@ import pytest
 from acp.schema import McpServerStdio, SessionNotification, SseMcpServer
 
 import acp
-from agentls.devtools.replay import ReplayServer
-from agentls.tools.sandbox import probe
+from agentls.devtools.replay.command import ReplayServer
+from agentls.sandbox.bwrap import probe
 from tests.acp.acp_helpers import (
     SECRET,
     RecordingClient,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import acp
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from tests.acp.acp_helpers import RecordingClient, initialized, make_project, scripted_env, spawned
 
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import acp
-from agentls.devtools.replay import ReplayServer
-from agentls.tools.sandbox import probe
+from agentls.devtools.replay.command import ReplayServer
+from agentls.sandbox.bwrap import probe
 from tests.acp.acp_helpers import (
     SECRET,
     RecordingClient,

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from agentls.devtools.replay import ReplayServer
-from agentls.tools.sandbox import probe
+from agentls.devtools.replay.command import ReplayServer
+from agentls.sandbox.bwrap import probe
 from tests.acp.acp_helpers import make_project, read_edit_run_steps, scripted_env
 
 NODE_DIR = Path(__file__).parent / "node"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from tests.cli.headless_helpers import make_project, scripted_env
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 
 @pytest.fixture

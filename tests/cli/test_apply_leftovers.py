@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 from tests.cli.headless_helpers import agentls, call, fix_add_steps
 
-from agentls.devtools.replay import ReplayServer
-from agentls.tools.apply_leftovers import SUFFIXES, WriteJournal, clean_stale, journal_dir
-from agentls.tools.changeset import ChangeSet
+from agentls.devtools.replay.command import ReplayServer
+from agentls.workspace.apply_leftovers import SUFFIXES, WriteJournal, clean_stale, journal_dir
+from agentls.workspace.changeset import ChangeSet
 
 # A real apply through the real writer, stopped for good after staging every file and
 # replacing the first: then killed with SIGKILL, as a crash or `kill -9` would.
 KILLED_APPLY = """
 import os, sys, time
 from pathlib import Path
-from agentls.tools.changeset import ChangeSet
+from agentls.workspace.changeset import ChangeSet
 
 root = Path(sys.argv[1])
 changes = ChangeSet()

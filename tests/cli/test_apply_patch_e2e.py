@@ -11,7 +11,7 @@ import pytest
 from tests.cli.headless_helpers import agentls, call
 from tests.unit.tools.test_codex_conformance import CASES_DIR, _tree
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 CASE = CASES_DIR / "010_move_overwrites_existing_destination"
 

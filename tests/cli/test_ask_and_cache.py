@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 
 def agentls(*args: str, env: dict[str, str], stdin: str | None = None

@@ -17,7 +17,7 @@ import pytest
 from tests.cli.headless_helpers import agentls_on_terminal
 from tests.unit.llm import standin_agent_cli as standins
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 PLANTED = "sk-backends-planted-secret-0123456789"
 
@@ -244,8 +244,8 @@ def test_invalid_configuration_is_reported(tmp_path: Path) -> None:
 
 def test_the_sandbox_state_is_listed() -> None:
     from agentls.cli.backends_cmd import sandbox_line
-    from agentls.config import Settings
-    from agentls.tools.sandbox import SandboxSettings, probe
+    from agentls.sandbox.bwrap import SandboxSettings, probe
+    from agentls.settings.config import Settings
 
     line = sandbox_line(Settings())
     if probe().available:

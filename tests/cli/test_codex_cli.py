@@ -3,7 +3,8 @@ tests/agent_clis, installed by `make agent-clis`), offline: codex's own config p
 provider at the scripted model server (not a model), which speaks the Responses API codex
 requires (wire_api = "responses").
 
-What this proves of the adapter (llm/external_cli.py, llm/cli_output.py): the command line
+What this proves of the adapter (llm/agent_cli/backends.py, llm/agent_cli/output.py): the command
+line
 the real binary accepts, the parse of what it prints (`codex exec --json`: agent messages,
 command executions, turn usage, errors), the files it writes itself reported from git (the
 ChangeSet is not used: codex writes the workspace, so `--dry-run` is refused), its exit
@@ -25,7 +26,7 @@ from typing import Any
 import pytest
 from tests.cli.headless_helpers import SECRET, agentls, last_json, write
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 CODEX_BIN = Path(__file__).resolve().parents[1] / "agent_clis" / "node_modules" / ".bin"
 CODEX_KEY = "sk-scripted-codex-key-0123456789"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.cli.headless_helpers import agentls, last_json, make_project, scripted_env
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 
 def test_a_5_mb_prompt_fails_with_the_numbers_and_nothing_is_sent(

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from tests.cli.headless_helpers import agentls, scripted_env
 
-from agentls import config
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from agentls.llm.backend import missing_v1_hint
+from agentls.settings import config
 
 
 def test_ask_with_an_unknown_model_names_that_model(server: ReplayServer,

@@ -1,5 +1,5 @@
 """`agentls index` and `agentls search` as a person runs them (keywords only here; the
-vector path is covered in tests/unit/tools/semantic and tests/engine)."""
+vector path is covered in tests/unit/index and tests/engine)."""
 
 from __future__ import annotations
 

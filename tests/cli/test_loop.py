@@ -16,7 +16,7 @@ from tests.cli.headless_helpers import (
 )
 from tests.cli.test_run import normalised
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "loop_result.json"
 FIX = call("edit_file", "e1", path="src/calc.py",

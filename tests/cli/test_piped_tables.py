@@ -11,7 +11,7 @@ from pathlib import Path
 import tomli_w
 from tests.cli.headless_helpers import agentls, make_project
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 
 def _rows(stdout: str, fields: int) -> list[list[str]]:

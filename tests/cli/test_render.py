@@ -8,7 +8,7 @@ from pathlib import Path
 
 from agentls.cli.render import Renderer
 from agentls.engine.events import TextDelta
-from agentls.tools.changeset import FileDiff
+from agentls.workspace.changeset import FileDiff
 
 
 class ClosedPipe(io.StringIO):

@@ -20,7 +20,7 @@ from tests.cli.headless_helpers import (
     write,
 )
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "run_result.json"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tests.cli.headless_helpers import agentls, last_json, scripted_env
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 STEPS = [{"reply": {"text": "answered by the scripted model"}}]
 

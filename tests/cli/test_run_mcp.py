@@ -20,8 +20,8 @@ import pytest
 import tomli_w
 from tests.cli.headless_helpers import SECRET, agentls, agentls_on_terminal, call
 
-from agentls.devtools.replay import ReplayServer
-from agentls.tools.sandbox import probe
+from agentls.devtools.replay.command import ReplayServer
+from agentls.sandbox.bwrap import probe
 
 pytestmark = pytest.mark.skipif(not probe().available, reason="no sandbox here")
 

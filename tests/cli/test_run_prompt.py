@@ -8,7 +8,7 @@ import pytest
 from tests.cli.headless_helpers import agentls, last_json, write
 
 from agentls.cli.run import PromptSource, PromptUsageError, prompt_source
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 
 def test_positional_words_are_the_prompt(

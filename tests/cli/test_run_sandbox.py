@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from tests.cli.headless_helpers import agentls, call
 
-from agentls.devtools.replay import ReplayServer
-from agentls.tools.sandbox import probe
+from agentls.devtools.replay.command import ReplayServer
+from agentls.sandbox.bwrap import probe
 
 pytestmark = pytest.mark.skipif(not probe().available, reason="no sandbox here")
 

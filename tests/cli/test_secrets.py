@@ -12,8 +12,8 @@ from typing import Any
 from tests.cli.headless_helpers import SECRET, agentls, call, scripted_env
 from tests.lsp.raw_client import RawClient
 
-from agentls.devtools.replay import ReplayServer
-from agentls.redaction import MARKER, StreamRedactor, add_secrets, redact
+from agentls.devtools.replay.command import ReplayServer
+from agentls.policy.redaction import MARKER, StreamRedactor, add_secrets, redact
 
 OTHER_SHAPES = ("ghp_" + "a1B2" * 9, "AKIA" + "ABCDEFGHIJKLMNOP", "Bearer tok.en-0123456789ab")
 

@@ -1,5 +1,5 @@
 """`agentls run` against every streaming shape real model servers produce (issue 38): the
-scripted server serves each (devtools/replay_wire.py says whose shape it is); each run ends
+scripted server serves each (devtools/replay/wire.py says whose shape it is); each run ends
 with the edit made, or with a clear reason and what to do, never a traceback."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from tests.cli.headless_helpers import agentls, call, last_json
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 FIX = call("edit_file", "c1", path="src/calc.py",
            edits=[{"search": "return a - b", "replace": "return a + b"}])

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tests.cli.headless_helpers import agentls, call, last_json
 
-from agentls.devtools.replay import ReplayServer, count_prompt_tokens
+from agentls.devtools.replay.command import ReplayServer, count_prompt_tokens
 
 CONTEXT = 32_768
 FILES = 40

@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.cli.headless_helpers import agentls, last_json
 
 from agentls.cli import exitcodes
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 
 def _start(project: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:

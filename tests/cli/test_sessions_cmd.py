@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tests.cli.headless_helpers import agentls, agentls_on_terminal, last_json, make_project, write
 
-from agentls.devtools.replay import ReplayServer
-from agentls.engine.sessions import SessionStore
+from agentls.devtools.replay.command import ReplayServer
+from agentls.engine.sessions.store import SessionStore
 
 
 def test_no_sessions_creates_nothing(env: dict[str, str], tmp_path: Path) -> None:

@@ -122,7 +122,7 @@ def printed_after_run_imports(expression: str) -> str:
     """What ``print(expression)`` writes in a fresh interpreter once it has imported what
     `agentls run` imports before its first request (``sys`` is there to use)."""
     code = ("from agentls.cli.main import _command\n_command('run')\n"
-            "import agentls.cli.headless, agentls.engine.agent, sys\n"
+            "import agentls.cli.headless, agentls.engine.loop.agent, sys\n"
             f"print({expression})")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, timeout=60)
@@ -138,9 +138,11 @@ def test_agentls_run_imports_openai_without_its_unused_types() -> None:
 def test_agentls_run_imports_the_search_index_only_when_it_searches() -> None:
     # The index's modules (SQLite FTS, vectors, the embedders) wait for the first
     # search_semantic call or index.chat_context: a run that searches nothing skips them.
+    # Only the chooser of an embedder from the settings (index/from_settings.py, which
+    # imports nothing of the index itself) is there from the start.
     printed = printed_after_run_imports(
-        "sorted(m for m in sys.modules if m.startswith('agentls.tools.semantic.'))")
-    assert printed == "[]"
+        "sorted(m for m in sys.modules if m.startswith('agentls.index.'))")
+    assert printed == "['agentls.index.from_settings']"
 
 
 def test_agentls_run_imports_the_response_cache_only_when_it_is_consulted() -> None:
@@ -154,7 +156,7 @@ def test_agentls_run_imports_the_tools_code_only_when_a_tool_is_called() -> None
     # built-ins' models and code (file tools, patching, search) wait for their first call.
     printed = printed_after_run_imports(
         "sorted(m for m in ('agentls.tools.builtin', 'agentls.tools.files', "
-        "'agentls.tools.search', 'agentls.tools.patch', 'agentls.tools.matching') "
+        "'agentls.tools.search.text', 'agentls.tools.edit.patch', 'agentls.tools.edit.matching') "
         "if m in sys.modules)")
     assert printed == "[]"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from tests.cli.headless_helpers import agentls, fix_add_steps, make_project
 
-from agentls import config
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
+from agentls.settings import config
 
 PLANTED = "aws-secret-planted-0123456789abcdef"
 

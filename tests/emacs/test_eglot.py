@@ -1,6 +1,6 @@
 """A real plugin-less LSP editor: Emacs 28 + eglot 1.9 (Debian's emacs-nox and elpa-eglot,
 installed by ``make emacs-eglot``) in batch mode, set up as the README says, against the real
-``agentls serve`` over stdio and the scripted model (agentls.devtools.replay, not a real
+``agentls serve`` over stdio and the scripted model (agentls.devtools.replay.command, not a real
 model). eglot_session.el is what the person does; this test judges its report, the file on
 disk and the server's log.
 
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from tests.emacs.conftest import (
     SESSION,
     assert_both_edits_landed,

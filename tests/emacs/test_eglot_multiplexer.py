@@ -5,7 +5,7 @@ rassumfrassum (``rass``, by eglot's author), eglot talks to ``ruff server`` and
 diagnostic, eglot's code action menu offers "AgentLS: Fix …" for it, and ``agentls.chat``
 reaches AgentLS through rass as well. Real Emacs 28 +
 eglot 1.9, real rass, real ruff, real ``agentls serve``; the model is the scripted one
-(agentls.devtools.replay, not a real model).
+(agentls.devtools.replay.command, not a real model).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from tests.emacs.conftest import (
     SESSION,
     assert_both_edits_landed,

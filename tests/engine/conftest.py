@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from agentls.config import BackendConfig, CacheConfig, RetryConfig, Settings
-from agentls.devtools.replay import ReplayServer
-from agentls.engine.agent import Agent, RunRequest, RunResult
+from agentls.devtools.replay.command import ReplayServer
 from agentls.engine.events import RecordingFrontend
-from agentls.engine.sessions import SessionStore
+from agentls.engine.loop.agent import Agent, RunRequest, RunResult
+from agentls.engine.sessions.store import SessionStore
 from agentls.llm.pool import BackendPool
-from agentls.tools.workspace import Workspace
+from agentls.settings.config import BackendConfig, CacheConfig, RetryConfig, Settings
+from agentls.workspace.fence import Workspace
 
 
 @pytest.fixture

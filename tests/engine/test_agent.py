@@ -6,11 +6,11 @@ import asyncio
 import json
 from typing import Any
 
-from agentls.engine.agent import RunRequest
 from agentls.engine.events import RecordingFrontend, ToolResultEvent
+from agentls.engine.loop.agent import RunRequest
+from agentls.sandbox.bwrap import SandboxSettings
 from agentls.tools.permissions import ApprovalRequest
-from agentls.tools.sandbox import SandboxSettings
-from agentls.tools.workspace import Workspace
+from agentls.workspace.fence import Workspace
 from tests.engine.conftest import Harness
 
 
@@ -516,7 +516,7 @@ async def test_the_compaction_transcript_fits_a_small_model(harness: Harness) ->
 
 async def test_only_recent_sessions_stay_in_memory(harness: Harness,
                                                    monkeypatch: Any) -> None:
-    from agentls.engine import agent as agent_module
+    from agentls.engine.loop import agent as agent_module
 
     monkeypatch.setattr(agent_module, "MAX_SESSION_STATES", 2)
     harness.server.load({"steps": [{"times": "*", "reply": {"text": "hi"}}]})

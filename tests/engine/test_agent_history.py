@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agentls.engine.agent import Agent
-from agentls.engine.sessions import SessionStore
+from agentls.engine.loop.agent import Agent
+from agentls.engine.sessions.store import SessionStore
 from agentls.llm.messages import Message, ToolCall
 from agentls.llm.pool import BackendPool
 from tests.engine.conftest import Harness, settings_for

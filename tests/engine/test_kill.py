@@ -10,22 +10,22 @@ import sys
 import textwrap
 import time
 
-from agentls.engine.agent import RunRequest
 from agentls.engine.events import RecordingFrontend
-from agentls.engine.sessions import SessionStore
-from agentls.tools.workspace import Workspace
+from agentls.engine.loop.agent import RunRequest
+from agentls.engine.sessions.store import SessionStore
+from agentls.workspace.fence import Workspace
 from tests.engine.conftest import Harness
 
 CHILD = textwrap.dedent('''
     import asyncio, sys
     from pathlib import Path
-    from agentls.config import BackendConfig, CacheConfig, RetryConfig, Settings
-    from agentls.engine.agent import Agent, RunRequest
+    from agentls.settings.config import BackendConfig, CacheConfig, RetryConfig, Settings
+    from agentls.engine.loop.agent import Agent, RunRequest
     from agentls.engine.events import RecordingFrontend
-    from agentls.engine.sessions import SessionStore
+    from agentls.engine.sessions.store import SessionStore
     from agentls.llm.pool import BackendPool
     from agentls.tools.permissions import PermissionPolicy
-    from agentls.tools.workspace import Workspace
+    from agentls.workspace.fence import Workspace
 
     root, url, session_id = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
     settings = Settings(backend="scripted", backends={"scripted": BackendConfig(

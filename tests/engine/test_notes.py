@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agentls.engine import review_notes as notes
-from agentls.engine.sessions import SessionStore
+from agentls.engine.sessions.store import SessionStore
 from agentls.llm.messages import Message
 from tests.engine.conftest import Harness
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentls.config import IndexConfig
-from agentls.devtools.replay import ReplayServer
-from agentls.engine.agent import Agent
-from agentls.engine.related_code import HEADING
-from agentls.engine.sessions import SessionStore
+from agentls.devtools.replay.command import ReplayServer
+from agentls.engine.loop.agent import Agent
+from agentls.engine.prompt.related_code import HEADING
+from agentls.engine.sessions.store import SessionStore
 from agentls.llm.pool import BackendPool
+from agentls.settings.config import IndexConfig
 from tests.engine.conftest import Harness, settings_for
 
 

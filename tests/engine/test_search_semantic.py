@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentls.config import IndexConfig
-from agentls.engine.search_index import IndexHub
+from agentls.index.from_settings import IndexHub
+from agentls.settings.config import IndexConfig
 from tests.engine.conftest import Harness, settings_for
 
 

@@ -34,8 +34,8 @@ from tests.lsp.conftest import options_for
 from tests.lsp.raw_client import RawClient
 
 import acp
-from agentls.devtools.replay import ReplayServer
-from agentls.tools.semantic.embedding import EmbeddingError, minilm_path
+from agentls.devtools.replay.command import ReplayServer
+from agentls.index.embedding import EmbeddingError, minilm_path
 
 try:
     minilm_path()

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from agentls.config import BackendConfig
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from agentls.llm.backend import BackendError, RetryNotice
 from agentls.llm.cache import ResponseCache
 from agentls.llm.messages import ChatChunk, ChatRequest, Message, ToolSpec
 from agentls.llm.openai_compat import OpenAICompatBackend
 from agentls.llm.retry import RetryPolicy
+from agentls.settings.config import BackendConfig
 
 
 class Clock:

@@ -1,6 +1,6 @@
 """End-to-end harness: the real server (``python -m agentls serve``) in a subprocess, a
 pytest-lsp client with recorded editor capabilities, and the scripted model server
-(agentls.devtools.replay, not a real model) in this process.
+(agentls.devtools.replay.command, not a real model) in this process.
 
 The client records what the server sends: ``agentls/chatEvent`` notifications,
 ``workspace/applyEdit`` requests (answered with ``apply_result``) and
@@ -23,8 +23,8 @@ from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
 
-from agentls.devtools.replay import ReplayServer
-from agentls.lsp.protocol import plain
+from agentls.devtools.replay.command import ReplayServer
+from agentls.lsp.services.protocol import plain
 
 CLIENTS = ["visual-studio-code", "neovim"]
 SERVER = [sys.executable, "-m", "agentls", "serve"]
@@ -181,7 +181,7 @@ async def bare_client(lsp_client: AgentClient) -> AsyncIterator[None]:
 
 def apply_to_open_documents(client: AgentClient, edit: lsp.WorkspaceEdit) -> None:
     """What an editor does with an applied edit: its open documents change (didChange)."""
-    from agentls.tools.changeset import split_lines
+    from agentls.workspace.changeset import split_lines
 
     for entry in edit.document_changes or ():
         if not isinstance(entry, lsp.TextDocumentEdit):

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pytest_lsp import client_capabilities
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from tests.lsp.conftest import (
     CLIENTS,
     AgentClient,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pytest_lsp import client_capabilities
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from tests.lsp.conftest import AgentClient, initialize, options_for
 
 CONTEXT = 8_000

@@ -12,8 +12,8 @@ import pytest
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcRequestCancelled
 
-from agentls.devtools.replay import ReplayServer
-from agentls.engine.tool_dispatch import PROPOSED_CLAIM
+from agentls.devtools.replay.command import ReplayServer
+from agentls.engine.loop.tool_dispatch import PROPOSED_CLAIM
 from tests.lsp.conftest import AgentClient, Event, call, last_user_message
 
 LONG_TEXT = "".join(f"word{i} " for i in range(600))  # about 30 s at the pace below

@@ -12,7 +12,7 @@ import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import client_capabilities
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from tests.lsp.conftest import (
     CLIENTS,
     AgentClient,
@@ -290,7 +290,7 @@ async def test_a_burst_of_twenty_requests_on_one_session_is_answered_in_order(
 
 async def test_sessions_and_history_list_what_the_cli_sees(
         client: AgentClient, model: ReplayServer, project: Path) -> None:
-    from agentls.engine.sessions import SessionStore
+    from agentls.engine.sessions.store import SessionStore
 
     model.load({"steps": [{"reply": {"text": "Hi."}}]})
     result = await client.chat("hello there")

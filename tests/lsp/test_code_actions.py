@@ -14,7 +14,7 @@ import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import client_capabilities
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from tests.lsp.conftest import (
     CLIENTS,
     WAIT_S,

@@ -14,7 +14,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import client_capabilities
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from agentls.engine import models
 from tests.lsp.conftest import AgentClient, initialize, options_for
 

@@ -11,7 +11,7 @@ import pytest
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from tests.lsp.conftest import AgentClient, last_user_message
 
 LONG_SUBJECT = ("fix(calc): make add return the sum of both of its arguments instead of "

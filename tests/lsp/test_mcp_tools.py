@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agentls.devtools.replay import ReplayServer
-from agentls.tools.sandbox import probe
+from agentls.devtools.replay.command import ReplayServer
+from agentls.sandbox.bwrap import probe
 from tests.lsp.conftest import AgentClient, call, tool_result_text
 
 pytestmark = pytest.mark.skipif(not probe().available, reason="no sandbox here")

@@ -11,7 +11,7 @@ from typing import Any
 from lsprotocol import types as lsp
 from pytest_lsp import client_capabilities
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from agentls.engine.next_edit.region import excerpt
 from tests.lsp.conftest import AgentClient, apply_text_edits, initialize, options_for
 from tests.lsp.test_inline_completion import change_doc, open_doc

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from tests.lsp.conftest import options_for
 from tests.lsp.raw_client import RawClient
 from tests.lsp.test_next_edit import SOURCE

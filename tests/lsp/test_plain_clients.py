@@ -17,7 +17,7 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import client_capabilities
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from tests.lsp.conftest import (
     AgentClient,
     apply_to_open_documents,

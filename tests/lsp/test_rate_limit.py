@@ -9,7 +9,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import client_capabilities
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from tests.lsp.conftest import CLIENTS, AgentClient, initialize, options_for
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from lsprotocol import types as lsp
 
-from agentls.devtools.replay import ReplayServer
-from agentls.tools.sandbox import probe
+from agentls.devtools.replay.command import ReplayServer
+from agentls.sandbox.bwrap import probe
 from tests.lsp.conftest import AgentClient, call
 
 pytestmark = pytest.mark.skipif(not probe().available, reason="no sandbox here")

@@ -11,9 +11,9 @@ from pathlib import Path
 from lsprotocol import types as lsp
 from pytest_lsp import client_capabilities
 
-from agentls.devtools.replay import ReplayServer
-from agentls.tools.semantic.index import SemanticIndex
-from agentls.tools.workspace import Workspace
+from agentls.devtools.replay.command import ReplayServer
+from agentls.index.index import SemanticIndex
+from agentls.workspace.fence import Workspace
 from tests.lsp.conftest import AgentClient, initialize, options_for
 
 WAIT_S = 60.0  # an upper bound for a loaded machine, not a speed target

@@ -11,8 +11,8 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import client_capabilities
 
-from agentls.devtools.replay import ReplayServer
-from agentls.engine.sessions import SessionStore
+from agentls.devtools.replay.command import ReplayServer
+from agentls.engine.sessions.store import SessionStore
 from tests.lsp.conftest import AgentClient, initialize, options_for
 
 
@@ -87,7 +87,8 @@ def test_start_up_imports_neither_openai_nor_pydantic_nor_sqlite() -> None:
         "import sys\n"
         "from agentls.lsp.server import create_server\n"
         "create_server()\n"
-        "heavy = ('openai', 'pydantic', 'sqlite3', 'agentls.config', 'agentls.engine.agent')\n"
+        "heavy = ('openai', 'pydantic', 'sqlite3', 'agentls.settings.config',\n"
+        "         'agentls.engine.loop.agent')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
     output = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

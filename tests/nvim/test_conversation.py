@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from tests.nvim.conftest import Editor
 from tests.nvim.test_chat_buffer import chat_text, health, running
 
@@ -138,7 +138,7 @@ def test_checkhealth_checks_the_backend_set_in_setup(editor: Editor) -> None:
 
 def test_checkhealth_prints_the_failing_row_and_its_fix(editor: Editor, project: Path) -> None:
     editor.open("src/calc.py")
-    editor.lua("local o = require('agentls.config').options"
+    editor.lua("local o = require('agentls.settings.config').options"
                " o.settings.backends.scripted.base_url = 'http://127.0.0.1:9/v1'")
     report = health(editor)
     assert "ERROR backend scripted (openai, model scripted-model, http://127.0.0.1:9/v1): " \

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agentls.devtools.replay import ReplayServer
-from agentls.tools.sandbox import probe
+from agentls.devtools.replay.command import ReplayServer
+from agentls.sandbox.bwrap import probe
 from tests.lsp.conftest import options_for
 from tests.nvim.conftest import start_editor
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from tests.lsp.conftest import call
 from tests.nvim.conftest import Editor
 
 
 @pytest.fixture(autouse=True)
 def float_review(editor: Editor) -> None:
-    editor.lua("require('agentls.config').options.review = 'float'")
+    editor.lua("require('agentls.settings.config').options.review = 'float'")
 
 CALC = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"

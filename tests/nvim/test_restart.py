@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from tests.lsp.conftest import options_for
 from tests.nvim.conftest import Editor, start_editor
 

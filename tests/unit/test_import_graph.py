@@ -61,8 +61,9 @@ def test_no_module_of_the_package_imports_itself_back() -> None:
 
 
 def test_not_even_type_only_imports_make_a_circle() -> None:
-    # The types a module names under `if TYPE_CHECKING:` live in leaves (lsp/turn.py,
-    # lsp/resolved_settings.py ...), so reading the code never goes round in a circle either.
+    # The types a module names under `if TYPE_CHECKING:` live in leaves (lsp/services/turn.py,
+    # lsp/services/resolved_settings.py ...), so reading the code never goes round in a circle
+    # either.
     graph = grimp.build_graph("agentls", exclude_type_checking_imports=False, cache_dir=None)
     edges = {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
     assert _cycles(edges) == []

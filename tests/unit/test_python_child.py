@@ -1,4 +1,5 @@
-"""Every Python child goes through agentls/python_child.py (issue 36): a check over the package's
+"""Every Python child goes through agentls/base/python_child.py (issue 36): a check over the
+package's
 source that fails when new code starts ``sys.executable`` another way, and the helper's
 children, started in a folder of files named like standard modules, import none of them."""
 
@@ -11,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import agentls
-from agentls import python_child
+from agentls.base import python_child
 
 PACKAGE = Path(agentls.__file__).resolve().parent
 HELPER = PACKAGE / "python_child.py"
@@ -70,7 +71,7 @@ def test_the_check_finds_each_way_of_starting_python_around_the_helper() -> None
     bad = '''
 import subprocess, sys
 from sys import executable
-subprocess.Popen([sys.executable, "-m", "agentls.tools.semantic.embed_worker"])
+subprocess.Popen([sys.executable, "-m", "agentls.index.embed_worker"])
 argv = (sys.executable, "-c", "pass")
 python = sys.executable
 asyncio.create_subprocess_exec(sys.executable, "-m", "agentls", "acp")
@@ -83,8 +84,8 @@ client.start_io("python", "-m", "agentls", "serve")
     good = '''
 import os, subprocess, sys
 from pathlib import Path
-from agentls.python_child import module_argv, neutral_cwd
-subprocess.Popen(module_argv("agentls.tools.semantic.embed_worker"), cwd=neutral_cwd())
+from agentls.base.python_child import module_argv, neutral_cwd
+subprocess.Popen(module_argv("agentls.index.embed_worker"), cwd=neutral_cwd())
 beside = Path(sys.executable).parent / "rg"
 paths = [sys.prefix, os.path.realpath(sys.executable)]
 languages = ("python", "rust")
@@ -99,7 +100,7 @@ def test_no_module_starts_python_except_through_the_helper() -> None:
             continue
         found += unguarded_starts(path.read_text(encoding="utf-8"),
                                   str(path.relative_to(PACKAGE.parent)))
-    assert not found, ("start Python children through agentls.python_child "
+    assert not found, ("start Python children through agentls.base.python_child "
                        "(docs/SECURITY.md, issue 36): " + "; ".join(found))
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from agentls.engine.sessions import SessionStore
+from agentls.engine.sessions.store import SessionStore
 from agentls.llm.messages import Message
 
 TURNS = 1000  # the panel opens the latest 200 (one page of agentls/turns)

@@ -1,6 +1,6 @@
 // End to end in real VS Code: code-server with the built .vsix installed as a user would,
 // driven by playwright-core in Debian's Chromium, against the real `agentls serve` from the
-// project's .venv and the SCRIPTED model server (agentls.devtools.replay, not a real model).
+// project's .venv and the SCRIPTED model server (agentls.devtools.replay.command, not a real model).
 // Usage: node e2e/run.mjs  (after e2e/setup.sh and `npm run package`; `make e2e-vscode` does all)
 import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -214,7 +214,7 @@ async function main() {
 
   step = "scripted model server";
   const model = start("scripted-model", PYTHON,
-                      ["-m", "agentls.devtools.replay", "--script", script], { env, cwd: ROOT });
+                      ["-m", "agentls.devtools.replay.command", "--script", script], { env, cwd: ROOT });
   const [, baseUrl] = await waitForLine(model, /listening on (http\S+)/, "the scripted model server");
   log(`scripted model at ${baseUrl}`);
 

@@ -5,7 +5,7 @@
 import * as vscode from "vscode";
 import { type MessageActionItem, MessageType, type ShowMessageRequestParams } from "vscode-languageclient/node";
 
-/** The title an approval's refusing action has (server/agentls/lsp/approvals.py). */
+/** The title an approval's refusing action has (server/agentls/lsp/services/approvals.py). */
 export const REFUSE_TITLE = "Deny";
 
 interface Choice extends vscode.MessageItem {

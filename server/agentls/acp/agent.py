@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
     from agentls.acp.frontend import AcpFrontend
     from agentls.engine.host import EngineHost
-    from agentls.tools.workspace import Workspace
+    from agentls.workspace.fence import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -255,7 +255,7 @@ class AgentLsAcp:
 
     async def _turn(self, session: AcpSession, prompt: list[Any],
                     frontend: AcpFrontend) -> PromptResponse:
-        from agentls.engine.agent import RunRequest
+        from agentls.engine.loop.agent import RunRequest
         from agentls.engine.review_notes import record_withdrawn
         from agentls.llm.backend import BackendError
 
@@ -336,7 +336,7 @@ class AgentLsAcp:
         return session
 
     def _workspace(self, session: AcpSession) -> Workspace:
-        from agentls.tools.workspace import Workspace
+        from agentls.workspace.fence import Workspace
 
         return Workspace([session.root])
 
@@ -404,8 +404,8 @@ class AgentLsAcp:
 
 
 def _build_host(root: Path) -> tuple[EngineHost, list[str]]:
-    from agentls import config
     from agentls.engine.host import EngineHost
+    from agentls.settings import config
 
     loaded = config.load(root)
     return EngineHost(loaded.settings, root), list(loaded.notices)

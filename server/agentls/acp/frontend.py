@@ -39,14 +39,14 @@ from agentls.engine.events import (
     ToolCallStarted,
     ToolResultEvent,
 )
-from agentls.engine.plan import UPDATE_PLAN
+from agentls.engine.loop.plan import UPDATE_PLAN
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
     from agentls.engine.command_runner import CommandRunner
     from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
-    from agentls.tools.workspace import Workspace
+    from agentls.workspace.fence import Workspace
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ def takes_images() -> bool:
     read from the configuration's layers without validating them, so the initialize answer
     stays quick. A hint for the client only: each prompt with an image is checked against
     its session's validated settings (``check_takes_images``)."""
-    from agentls import config_view
+    from agentls.settings import view as config_view
 
     try:
         view = config_view.read(Path.cwd())

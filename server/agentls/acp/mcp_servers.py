@@ -11,7 +11,7 @@ from typing import Any
 
 from acp.schema import HttpMcpServer, McpServerStdio
 
-from agentls.mcp_settings import McpServerConfig
+from agentls.settings.mcp import McpServerConfig
 
 _NOT_NAME = re.compile(r"[^A-Za-z0-9-]+")
 

@@ -22,7 +22,7 @@ from acp import RequestError, update_agent_message_text
 
 if TYPE_CHECKING:
     from agentls.llm.messages import Image
-    from agentls.tools.workspace import Workspace
+    from agentls.workspace.fence import Workspace
 
 MAX_PROMPT_CHARS = 200_000  # beyond, the prompt text is cut with a note
 MAX_IMAGE_BYTES = 20 * 1024 * 1024  # OpenAI's limit per image; a bigger one is left out
@@ -66,7 +66,7 @@ def prompt_parts(blocks: list[Any], workspace: Workspace
                  ) -> tuple[str, Any, list[str], list[Image]]:
     """The request's text, its attached files, notes for the person (what was cut or left
     out), and its images (whether the model takes them is the caller's to check)."""
-    from agentls.engine.attachments import Attachments
+    from agentls.engine.prompt.attachments import Attachments
 
     texts: list[str] = []
     files: list[str] = []
@@ -137,7 +137,7 @@ def _file_path(uri: str) -> Path | None:
 
 
 def _inside(path: Path, workspace: Workspace) -> bool:
-    from agentls.tools.workspace import FenceError
+    from agentls.workspace.fence import FenceError
 
     try:
         workspace.resolve(str(path))

@@ -12,13 +12,13 @@ from acp.schema import ToolCallProgress, ToolCallStart
 from acp import update_agent_message_text, update_agent_thought_text, update_user_message_text
 from agentls.acp import tool_calls
 from agentls.acp.frontend import plan_update
-from agentls.engine.plan import UPDATE_PLAN, plan_steps
+from agentls.engine.loop.plan import UPDATE_PLAN, plan_steps
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
-    from agentls.engine.sessions import SessionStore
-    from agentls.tools.workspace import Workspace
+    from agentls.engine.sessions.store import SessionStore
+    from agentls.workspace.fence import Workspace
 
 
 async def replay(conn: Client, store: SessionStore, session_id: str,

@@ -29,16 +29,16 @@ from acp.schema import (
 
 from agentls.acp import tool_calls
 from agentls.engine.review_notes import record_review
-from agentls.tools.change_model import ApplyFailed, ChangeConflict, FileChange, sha256_hex
-from agentls.tools.disk_writer import DiskWriter
+from agentls.workspace.change_model import ApplyFailed, ChangeConflict, FileChange, sha256_hex
+from agentls.workspace.disk_writer import DiskWriter
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
     from agentls.acp.frontend import AcpFrontend
-    from agentls.engine.agent import RunResult
-    from agentls.engine.sessions import SessionStore
-    from agentls.tools.workspace import Workspace
+    from agentls.engine.loop.agent import RunResult
+    from agentls.engine.sessions.store import SessionStore
+    from agentls.workspace.fence import Workspace
 
 log = logging.getLogger(__name__)
 

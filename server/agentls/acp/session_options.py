@@ -14,7 +14,7 @@ from acp.schema import (
 )
 
 if TYPE_CHECKING:
-    from agentls.config import Settings
+    from agentls.settings.config import Settings
 
 
 def model_servers(settings: Settings) -> dict[str, Any]:

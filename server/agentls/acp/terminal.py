@@ -2,7 +2,7 @@
 editor shows them live.
 
 The engine builds the command line exactly as it would run it itself (bubblewrap over the
-shadow workspace, the memory limit in the argv: tools/sandboxed_shell.py) and hands it
+shadow workspace, the memory limit in the argv: tools/shell/sandboxed.py) and hands it
 here through ``Frontend.command_runner``; the client only starts that argv. The timeout is
 the engine's (then ``terminal/kill``), the output is cut to the engine's limits, and a
 cancelled run kills the command. A client whose terminal fails is not asked again this

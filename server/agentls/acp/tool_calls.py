@@ -15,7 +15,7 @@ from acp.schema import (
     ToolCallLocation,
 )
 
-from agentls.tools.workspace import FenceError, Workspace
+from agentls.workspace.fence import FenceError, Workspace
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch",
                    "switch_mode", "other"]

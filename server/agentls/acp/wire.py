@@ -4,7 +4,7 @@ The SDK's own stdio transport logs a line that is not JSON and drops it (the cli
 forever), and a line that is JSON but not an object ends its receive loop. Here each bad line
 gets the JSON-RPC error it deserves (-32700 parse error, -32600 invalid request) and the
 agent reads on; everything well formed goes to the SDK unchanged. Every message leaves with
-its secrets redacted (agentls.redaction), like the LSP wire's, except fs/write_text_file: the
+its secrets redacted (agentls.policy.redaction), like the LSP wire's, except fs/write_text_file: the
 text it writes is the reviewed change, unaltered.
 """
 
@@ -16,7 +16,7 @@ import json
 import logging
 from typing import Any
 
-from agentls.redaction import redact_data
+from agentls.policy.redaction import redact_data
 
 log = logging.getLogger(__name__)
 

@@ -22,10 +22,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from agentls import redaction, state_file
-from agentls.engine.state_dir import ensure_state_dir
-from agentls.redaction import MARKER as REDACTED
-from agentls.redaction import MIN_SECRET_LENGTH as MIN_SECRET_LENGTH
+from agentls.base import state_file
+from agentls.engine.sessions.state_dir import ensure_state_dir
+from agentls.policy import redaction
+from agentls.policy.redaction import MARKER as REDACTED
+from agentls.policy.redaction import MIN_SECRET_LENGTH as MIN_SECRET_LENGTH
 
 __all__ = ["MIN_SECRET_LENGTH", "REDACTED", "ArtifactsError", "RunArtifacts"]
 

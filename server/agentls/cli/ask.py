@@ -10,10 +10,10 @@ import asyncio
 import sys
 from pathlib import Path
 
-from agentls import config
 from agentls.cli import exitcodes
 from agentls.llm.backend import BackendError, RetryNotice
 from agentls.llm.messages import ChatRequest, Message
+from agentls.settings import config
 
 _NO_BACKEND_KINDS = {"auth", "connection", "model_not_found"}
 

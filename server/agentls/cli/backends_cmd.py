@@ -24,11 +24,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentls import config
 from agentls.cli import exitcodes
+from agentls.settings import config
 
 if TYPE_CHECKING:
-    from agentls.llm.external_cli import AgentCli
+    from agentls.llm.agent_cli.backends import AgentCli
 
 SCHEMA_VERSION = 1
 PROBE_TIMEOUT_S = 1.4  # one probe: connect + answer, or one sign-in check
@@ -102,7 +102,7 @@ async def probe_all(
     """Every backend's report, probed in parallel; whatever has not answered by ``deadline``
     (a ``time.monotonic()`` value) is reported as timed out."""
     from agentls.engine.external import adapter_for_backend
-    from agentls.llm.external_cli import CLI_KINDS, installed_unsupported
+    from agentls.llm.agent_cli.backends import CLI_KINDS, installed_unsupported
 
     timeout = max(0.2, min(PROBE_TIMEOUT_S, deadline - time.monotonic() - 0.2))
     jobs: list[tuple[Awaitable[BackendReport], BackendReport]] = []
@@ -221,7 +221,7 @@ async def _probe_cli(report: BackendReport, cli: AgentCli, timeout: float
 
 def sandbox_line(settings: config.Settings) -> str:
     """Where commands the agent runs would run (DESIGN.md decision 11), and why."""
-    from agentls.tools.sandbox import probe
+    from agentls.sandbox.bwrap import probe
 
     mode = settings.sandbox.mode
     if mode == "off":

@@ -9,10 +9,10 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from agentls import config
 from agentls.cli import exitcodes
 from agentls.llm.cache import CacheUnavailable
 from agentls.llm.pool import open_cache
+from agentls.settings import config
 
 
 def run_cache(args: argparse.Namespace, workspace: Path) -> int:

@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentls import config_files
 from agentls.cli import exitcodes
+from agentls.settings import files as config_files
 
 if TYPE_CHECKING:
-    from agentls import config
-    from agentls.config_view import SettingsView as Reading
+    from agentls.settings import config
+    from agentls.settings.view import SettingsView as Reading
 
 
 def _show(value: Any) -> str:
@@ -56,7 +56,7 @@ def _run(args: argparse.Namespace, workspace: Path) -> int:
             print(f"moved {target} to {backup}; the defaults apply now")
         return exitcodes.OK
     if args.action == "set":
-        from agentls import config
+        from agentls.settings import config
 
         config.parse_value(args.key, args.value)  # bad keys and values touch no file
         if args.workspace:
@@ -64,7 +64,7 @@ def _run(args: argparse.Namespace, workspace: Path) -> int:
                 print(f"agentls config: the workspace folder {workspace} does not exist; pass "
                       "an existing folder with --cwd", file=sys.stderr)
                 return exitcodes.USAGE
-            from agentls.engine.state_dir import ensure_state_dir
+            from agentls.engine.sessions.state_dir import ensure_state_dir
 
             try:
                 ensure_state_dir(workspace)  # .agentls/ carries its .gitignore, as a run's does
@@ -72,7 +72,7 @@ def _run(args: argparse.Namespace, workspace: Path) -> int:
                 raise config.ConfigError(f"cannot create {workspace / config.WORKSPACE_DIR}: "
                                          f"{exc.strerror or exc}; check that the workspace "
                                          "folder is writable") from None
-        from agentls import workspace_trust
+        from agentls.settings import trust as workspace_trust
 
         before = workspace_trust.content_hash(target) if args.workspace else None
         value = config.set_value(target, args.key, args.value)
@@ -109,12 +109,12 @@ def _run(args: argparse.Namespace, workspace: Path) -> int:
 def _reading(workspace: Path, key: str | None) -> Reading:
     """The settings to show: read without pydantic where the generated table can judge them
     (config_view), else loaded and validated in full, with the full check's error messages."""
-    from agentls import config_view
+    from agentls.settings import view as config_view
 
     view = config_view.read(workspace)
     if view is not None and (key is None or config_view.is_known_key(key)):
         return view
-    from agentls import config
+    from agentls.settings import config
 
     loaded = config.load(workspace)
     if key is not None:

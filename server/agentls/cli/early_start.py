@@ -8,11 +8,11 @@ from pathlib import Path
 
 
 def start_early(workspace: Path) -> None:
-    """The project facts' git commands (tools/git_prefetch.py) and the model client's TLS
+    """The project facts' git commands (tools/git/prefetch.py) and the model client's TLS
     context (llm/tls.py). ``workspace`` is resolved (cli/main.py), as Workspace.roots are:
     the git commands are keyed by it."""
     from agentls.llm import tls
-    from agentls.tools import git_prefetch
+    from agentls.tools.git import prefetch as git_prefetch
 
     git_prefetch.start(workspace)
     tls.start()

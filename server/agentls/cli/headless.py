@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from agentls import __version__, config, config_view
+from agentls import __version__
 from agentls.cli.artifacts import (
     MIN_SECRET_LENGTH,
     ArtifactsError,
@@ -47,9 +47,11 @@ from agentls.cli.render import Renderer
 from agentls.cli.report import ErrorInfo, IterationReport, Report, StopReason
 from agentls.cli.runners import EngineRunner, ExternalRunner, Outcome, Runner
 from agentls.engine.events import Event
-from agentls.engine.session_lock import SessionBusy, SessionLock
-from agentls.engine.sessions import SessionInfo, SessionStore, title_from
+from agentls.engine.sessions.lock import SessionBusy, SessionLock
+from agentls.engine.sessions.store import SessionInfo, SessionStore, title_from
 from agentls.llm.backend import HINTS
+from agentls.settings import config
+from agentls.settings import view as config_view
 
 SECRET_NAME_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agentls.cli import exitcodes
 
 if TYPE_CHECKING:
-    from agentls.tools.semantic.service import WorkspaceSearch
+    from agentls.index.service import WorkspaceSearch
 
 
 def add_parser(commands: Any) -> None:
@@ -36,10 +36,10 @@ def _size(n: int) -> str:
 def open_index(command: str, workspace: Path) -> WorkspaceSearch | int:
     """The workspace's index for `agentls index` / `agentls search`, or the exit code after
     saying why it cannot be opened (a bad config, an unwritable index)."""
-    from agentls import config
-    from agentls.engine.search_index import AUTO_HINT, open_search, provider_name
-    from agentls.tools.semantic.store import IndexStoreError
-    from agentls.tools.workspace import Workspace
+    from agentls.index.from_settings import AUTO_HINT, open_search, provider_name
+    from agentls.index.store import IndexStoreError
+    from agentls.settings import config
+    from agentls.workspace.fence import Workspace
 
     try:
         settings = config.load(workspace).settings

@@ -2,13 +2,13 @@
 task is done, or a guardrail stops it.
 
 Each iteration is one engine run. Its prompt carries the task, the completion protocol
-(``agentls.engine.completion``) and what the previous iteration said it did and planned
+(``agentls.engine.loop.done_marker``) and what the previous iteration said it did and planned
 next. The iterations share one ChangeSet, so each sees the files as the previous ones left
 them, and everything is written at the end, all or nothing.
 
 Guardrails: ``--max-iterations`` (loop iterations; each run keeps the configured
 ``max_iterations`` model turns), ``--timeout`` (the whole loop), ``--no-progress-limit``
-(``agentls.engine.progress``), and ``invalid-json`` in json mode.
+(``agentls.engine.loop.stall``), and ``invalid-json`` in json mode.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentls.base.import_gc import imports_without_gc
 from agentls.cli.early_start import start_early
 from agentls.cli.run_options import add_common_options, positive_int
-from agentls.import_gc import imports_without_gc
 
 if TYPE_CHECKING:
     from agentls.cli.headless import Headless
-from agentls.engine.completion import Completion, CompletionMode, check
-from agentls.engine.progress import SIMILARITY_THRESHOLD, ProgressTracker
+from agentls.engine.loop.done_marker import Completion, CompletionMode, check
+from agentls.engine.loop.stall import SIMILARITY_THRESHOLD, ProgressTracker
 
 PREVIOUS_OUTPUT_CHARS = 1_500  # marker mode has no summary: the end of the output stands in
 

@@ -12,9 +12,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from agentls import __version__, redaction
+from agentls import __version__
+from agentls.base.import_gc import imports_without_gc
 from agentls.cli import exitcodes
-from agentls.import_gc import imports_without_gc
+from agentls.policy import redaction
 
 
 class _Parser(argparse.ArgumentParser):
@@ -183,7 +184,7 @@ def _command(name: str) -> Callable[[argparse.Namespace, Path], int]:
 
         return run_ask
     if name == "replay":
-        from agentls.devtools.replay import main as replay_main
+        from agentls.devtools.replay.command import main as replay_main
 
         return lambda args, _: replay_main(
             ["--script", str(args.script), "--port", str(args.port), "--host", args.host])

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentls import config
 from agentls.cli import exitcodes
 from agentls.cli.tables import for_people, print_rows
+from agentls.settings import config
 
 HELP = "list the configured MCP servers, their state and tool counts"
 
@@ -76,7 +76,7 @@ async def _probe(settings: config.Settings, workspace: Path, *, start: bool
                  ) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
     from agentls.engine.mcp_tools import secret_env
     from agentls.tools.mcp.hub import McpHub
-    from agentls.tools.workspace import Workspace
+    from agentls.workspace.fence import Workspace
 
     hub = McpHub(settings.mcp, settings.sandbox, secret_env=secret_env(settings))
     tools: dict[str, list[str]] = {}

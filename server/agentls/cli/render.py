@@ -26,8 +26,8 @@ from agentls.engine.events import (
     ToolCallStarted,
     ToolResultEvent,
 )
-from agentls.redaction import RedactingWriter, redact
-from agentls.tools.changeset import FileDiff
+from agentls.policy.redaction import RedactingWriter, redact
+from agentls.workspace.changeset import FileDiff
 
 if TYPE_CHECKING:  # rich (~15 ms to import) loads on the first line drawn on stderr: a
     # --quiet or --json run that ends well never draws one

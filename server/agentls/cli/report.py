@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentls.cli import exitcodes
-from agentls.engine.completion import Completion
+from agentls.engine.loop.done_marker import Completion
 from agentls.llm.messages import Usage
-from agentls.tools.changeset import FileDiff
+from agentls.workspace.changeset import FileDiff
 
 SCHEMA_VERSION = 1
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentls.base.import_gc import imports_without_gc
 from agentls.cli.early_start import start_early
 from agentls.cli.run_options import add_common_options, positive_int
-from agentls.import_gc import imports_without_gc
 
 if TYPE_CHECKING:
     from agentls.cli.headless import Headless

@@ -24,15 +24,15 @@ from agentls.cli.report import (
     StopReason,
     change_dict,
 )
-from agentls.config import BackendConfig, Settings
-from agentls.engine.agent import Agent, RunRequest, RunResult
 from agentls.engine.events import FileChangeInfo, Frontend
-from agentls.engine.sessions import SessionInfo, SessionStore
+from agentls.engine.loop.agent import Agent, RunRequest, RunResult
+from agentls.engine.sessions.store import SessionInfo, SessionStore
 from agentls.llm.messages import Usage
 from agentls.llm.pool import BackendPool
-from agentls.tools.apply_leftovers import clean_stale
-from agentls.tools.changeset import ApplyFailed, ChangeConflict, ChangeSet, FileDiff
-from agentls.tools.workspace import Workspace
+from agentls.settings.config import BackendConfig, Settings
+from agentls.workspace.apply_leftovers import clean_stale
+from agentls.workspace.changeset import ApplyFailed, ChangeConflict, ChangeSet, FileDiff
+from agentls.workspace.fence import Workspace
 
 
 @dataclass

@@ -18,8 +18,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from agentls import redaction
-from agentls.import_gc import imports_without_gc
+from agentls.base.import_gc import imports_without_gc
+from agentls.policy import redaction
 
 if TYPE_CHECKING:
     from agentls.lsp.server import AgentLanguageServer
@@ -49,7 +49,7 @@ def add_parser(commands: Any) -> None:
 
 
 def configure_logging(server: AgentLanguageServer, verbose: int, log_file: Path | None) -> None:
-    from agentls.lsp.log_handler import LspLogHandler
+    from agentls.lsp.transport.log_handler import LspLogHandler
 
     level = logging.DEBUG if verbose else logging.INFO
     root = logging.getLogger()
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
         host, port = args.tcp
         server.start_tcp(host, port)
     else:
-        from agentls.lsp.stdio_loop import serve_stdio
+        from agentls.lsp.transport.stdio_loop import serve_stdio
 
         protocol_in, protocol_out = protocol_streams()
         return serve_stdio(server, protocol_in, protocol_out)

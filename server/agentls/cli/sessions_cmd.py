@@ -18,8 +18,8 @@ from rich.console import Console
 from rich.text import Text
 
 from agentls.cli import exitcodes
-from agentls.engine.sessions import SessionInfo, SessionStore, StoredMessage
-from agentls.engine.state_dir import STATE_DB, STATE_DIR
+from agentls.engine.sessions.state_dir import STATE_DB, STATE_DIR
+from agentls.engine.sessions.store import SessionInfo, SessionStore, StoredMessage
 
 CONTENT_PREVIEW = 2_000  # characters of a message shown by `show` (--json has everything)
 

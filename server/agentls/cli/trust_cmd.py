@@ -1,6 +1,6 @@
 """`agentls trust [--revoke | --list]`: let this project's `.agentls/config.toml` loosen safety
 settings (its backend URL and key variable, the sandbox, permissions). See
-``agentls.workspace_trust`` for what an untrusted file may and may not change."""
+``agentls.settings.trust`` for what an untrusted file may and may not change."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentls import config_files, workspace_trust
 from agentls.cli import exitcodes
+from agentls.settings import files as config_files
+from agentls.settings import trust as workspace_trust
 
 HELP = "trust this project's .agentls/config.toml (its backend URL, sandbox and permissions)"
 

@@ -1,6 +1,7 @@
 """The `make demo` part that drives the real language server over stdio, as an editor would.
 
-The model is SCRIPTED (agentls.devtools.replay): the tool calls are replayed, but the server,
+The model is SCRIPTED (agentls.devtools.replay.command): the tool calls are replayed, but the
+server,
 the engine, the edit and the WorkspaceEdit the editor would preview are the real ones.
 """
 
@@ -17,9 +18,9 @@ from pygls.lsp.client import LanguageClient
 from rich.console import Console
 from rich.panel import Panel
 
-from agentls.devtools.replay import ReplayServer
-from agentls.lsp.protocol import plain
-from agentls.python_child import agentls_argv
+from agentls.base.python_child import agentls_argv
+from agentls.devtools.replay.command import ReplayServer
+from agentls.lsp.services.protocol import plain
 
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "demo_run.yaml"
 SAMPLE = {

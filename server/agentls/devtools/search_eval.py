@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentls.tools.semantic.query import Hit
+from agentls.index.query import Hit
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentls.engine import review_notes
-from agentls.engine.sessions import SessionStore
-from agentls.engine.tool_dispatch import ProposedClaims, as_proposed, shown_result
+from agentls.engine.loop.tool_dispatch import ProposedClaims, as_proposed, shown_result
+from agentls.engine.sessions.store import SessionStore
 
 MAX_ARGUMENT_CHARS = 300
 _LEGACY_REQUEST = "\n\n# Request\n\n"

@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol
 
 from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
 
-# The id of the tool call the current task runs (set by engine/tool_dispatch.py), so what a
+# The id of the tool call the current task runs (set by engine/loop/tool_dispatch.py), so what a
 # front-end lends a tool (the editor's terminal) can show up in that call.
 TOOL_CALL_ID: ContextVar[str | None] = ContextVar("agentls_tool_call_id", default=None)
 
@@ -81,7 +81,7 @@ class ToolResultEvent(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class PlanEvent(Event):
-    """The model's whole task list (``update_plan``, engine/plan.py), replacing the last one;
+    """The model's whole task list (``update_plan``, engine/loop/plan.py), replacing the last one;
     only for a front-end that says ``shows_plan``."""
 
     steps: tuple[tuple[str, str], ...] = ()  # (step, pending | in_progress | completed)

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, cast
 
-from agentls.config import BackendConfig, Settings
 from agentls.engine.events import (
     DoneEvent,
     EditEvent,
@@ -32,9 +31,10 @@ from agentls.engine.events import (
     ToolCallStarted,
     ToolResultEvent,
 )
-from agentls.llm.cli_output import CliActivity
-from agentls.llm.external_cli import CLI_KINDS, AgentCli, CliKind, FailureKind, adapter_for
+from agentls.llm.agent_cli.backends import CLI_KINDS, AgentCli, CliKind, FailureKind, adapter_for
+from agentls.llm.agent_cli.output import CliActivity
 from agentls.llm.messages import Usage
+from agentls.settings.config import BackendConfig, Settings
 
 ExternalStopReason = Literal["done", "error", "timeout"]
 

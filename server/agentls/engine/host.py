@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentls.config import Settings
-from agentls.engine.agent import Agent
-from agentls.engine.context_cache import ProjectContextCache
-from agentls.engine.sessions import SessionStore
+from agentls.engine.loop.agent import Agent
+from agentls.engine.prompt.levels_cache import ProjectContextCache
+from agentls.engine.sessions.store import SessionStore
 from agentls.llm.pool import BackendPool
+from agentls.settings.config import Settings
 
 
 class EngineHost:

@@ -22,14 +22,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from agentls import import_gc
+from agentls.base import import_gc
 from agentls.llm import tls
 
 if TYPE_CHECKING:
-    from agentls.config import Settings
-    from agentls.engine.context_cache import ProjectContextCache
     from agentls.engine.host import EngineHost
-    from agentls.tools.workspace import Workspace
+    from agentls.engine.prompt.levels_cache import ProjectContextCache
+    from agentls.settings.config import Settings
+    from agentls.workspace.fence import Workspace
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -126,7 +126,7 @@ class EngineLoader:
         """The engine's cache of project facts, made on first use (its modules imported in a
         thread)."""
         if self._contexts is None:
-            module = await self.imported("agentls.engine.context_cache")
+            module = await self.imported("agentls.engine.prompt.levels_cache")
             if self._contexts is None:
                 self._contexts = module.ProjectContextCache()
         assert self._contexts is not None

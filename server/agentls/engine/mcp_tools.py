@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentls.config import Settings
 from agentls.engine.events import Frontend, StatusEvent
+from agentls.settings.config import Settings
 from agentls.tools.permissions import PermissionPolicy
 from agentls.tools.registry import ToolDef
-from agentls.tools.workspace import Workspace
+from agentls.workspace.fence import Workspace
 
-if TYPE_CHECKING:  # imported by the first run with an MCP server (engine/agent.py)
+if TYPE_CHECKING:  # imported by the first run with an MCP server (engine/loop/agent.py)
     from agentls.tools.mcp.hub import McpHub
 
 

@@ -22,10 +22,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentls import config
+from agentls.settings import config
 
 if TYPE_CHECKING:
-    from agentls.engine.sessions import SessionInfo, SessionStore
+    from agentls.engine.sessions.store import SessionInfo, SessionStore
 
 PROBE_TIMEOUT_S = 1.0  # per backend; the probes run side by side
 CHOSEN_KEY = "model_chosen"
@@ -145,7 +145,7 @@ def check_model(listing: list[BackendModels], backend: str, model: str) -> Backe
 def set_session_model(store: SessionStore, session_id: str, backend: str,
                       model: str) -> SessionInfo:
     """Pin the session to ``backend``/``model`` (checked by the caller with check_model)."""
-    from agentls.engine.sessions import SessionNotFound
+    from agentls.engine.sessions.store import SessionNotFound
 
     if not store.set_session_backend(session_id, backend, model):
         raise SessionNotFound(session_id)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentls.engine.sessions import SessionInfo, SessionStore
+    from agentls.engine.sessions.store import SessionInfo, SessionStore
 
 READ_TOOLS = ("list_files", "read_file", "search_text", "search_semantic", "git_status",
               "git_diff", "git_log")
@@ -37,7 +37,7 @@ class ModePreset:
         return self.tools is None or tool in self.tools
 
     def to_dict(self) -> dict[str, Any]:
-        """As the editor lists it (lsp/protocol.py ``ModeOption``)."""
+        """As the editor lists it (lsp/services/protocol.py ``ModeOption``)."""
         return {"name": self.id, "label": self.name, "description": self.description,
                 "writes": self.allows(EDIT_TOOLS[0]), "commands": self.allows(SHELL_TOOL)}
 
@@ -79,7 +79,7 @@ def of_session(info: SessionInfo) -> ModePreset:
 def set_session_mode(store: SessionStore, session_id: str, mode_id: str) -> ModePreset:
     """Switch the stored session's mode; its next run uses it. Raises UnknownMode, or
     ``SessionNotFound`` for a session that is gone."""
-    from agentls.engine.sessions import SessionNotFound
+    from agentls.engine.sessions.store import SessionNotFound
 
     preset = get(mode_id)
     if not store.set_session_metadata(session_id, **{METADATA_KEY: preset.id}):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from agentls.llm.messages import Message
 
 if TYPE_CHECKING:
-    from agentls.engine.sessions import SessionStore
+    from agentls.engine.sessions.store import SessionStore
 
 PENDING_KEY = "pending_notes"  # session metadata: notes waiting for the next run
 MESSAGE_KEY = "notes"  # a user message's metadata: the notes the model read with it

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentls.langservers.specs import ServerSpec, search_path
-from agentls.redaction import known_secrets
-from agentls.tools.overlay import hidden_layers
-from agentls.tools.sandbox import (
+from agentls.policy.redaction import known_secrets
+from agentls.sandbox.bwrap import (
     ProgramNotFound,
     SandboxSettings,
     bwrap_argv,
@@ -31,7 +30,8 @@ from agentls.tools.sandbox import (
     program_paths,
     sandbox_environment,
 )
-from agentls.tools.workspace import Workspace
+from agentls.workspace.fence import Workspace
+from agentls.workspace.overlay import hidden_layers
 
 SANDBOX_HOME = "/tmp/home"
 SANDBOX_TMP = "/tmp"

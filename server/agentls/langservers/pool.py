@@ -20,7 +20,6 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from agentls.config_models import LspConfig
 from agentls.langservers import positions
 from agentls.langservers import specs as spec_module
 from agentls.langservers.client import ServerClient
@@ -28,8 +27,9 @@ from agentls.langservers.launch import server_launch
 from agentls.langservers.results import SEVERITY, Answer, FileProblems, Place, Problem
 from agentls.langservers.server import LangServer, ServerFailed
 from agentls.langservers.specs import ServerSpec
-from agentls.tools.sandbox import SandboxSettings
-from agentls.tools.workspace import FenceError, Workspace
+from agentls.sandbox.bwrap import SandboxSettings
+from agentls.settings.models import LspConfig
+from agentls.workspace.fence import FenceError, Workspace
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentls.config_models import LangServerConfig, LspConfig
 from agentls.langservers.known import KNOWN, LANGUAGE_OF_SUFFIX, KnownServer
+from agentls.settings.models import LangServerConfig, LspConfig
 
 
 @dataclass(frozen=True)

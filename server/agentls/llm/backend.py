@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from agentls.llm.messages import ChatChunk, ChatRequest, ChatResponse
-from agentls.redaction import redact
+from agentls.policy.redaction import redact
 
 ErrorKind = Literal[
     "rate_limit",

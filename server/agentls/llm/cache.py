@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentls.llm.messages import ChatRequest, ChatResponse, canonical_json
-from agentls.redaction import redact_data
+from agentls.policy.redaction import redact_data
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from agentls.redaction import redact
+from agentls.policy.redaction import redact
 
 Role = Literal["system", "user", "assistant", "tool"]
 # "refusal": the model answered with OpenAI's ``refusal`` field (its text is the answer).

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import httpx2
 
-from agentls.config import BackendConfig
 from agentls.llm import tls
 from agentls.llm.backend import (
     HINTS,
@@ -37,7 +36,8 @@ from agentls.llm.messages import (
 )
 from agentls.llm.openai_import import import_openai
 from agentls.llm.retry import RetryPolicy
-from agentls.redaction import StreamRedactor
+from agentls.policy.redaction import StreamRedactor
+from agentls.settings.config import BackendConfig
 
 if TYPE_CHECKING:
     import openai
@@ -97,7 +97,7 @@ class StreamAssembler:
     """Builds the complete response from streamed deltas, tool-call fragments included.
 
     Servers differ in how they stream calls (the scripted server serves each shape:
-    ``devtools/replay_wire.py``): OpenAI splits a call's arguments over many deltas under one
+    ``devtools/replay/wire.py``): OpenAI splits a call's arguments over many deltas under one
     ``index``; Ollama sends each call whole in one delta; some omit ``id`` or ``index``, send
     ``arguments`` as an object, or reuse one ``index`` for several whole calls. A delta for an
     index whose call is already whole and that brings a new ``id`` or a new name starts the

@@ -6,11 +6,11 @@ import logging
 import threading
 from collections.abc import Mapping
 
-from agentls.config import Settings, api_key, user_cache_dir
 from agentls.llm.backend import BackendError
 from agentls.llm.cache import CacheUnavailable, ResponseCache
 from agentls.llm.openai_compat import OpenAICompatBackend
 from agentls.llm.retry import RetryPolicy
+from agentls.settings.config import Settings, api_key, user_cache_dir
 
 log = logging.getLogger(__name__)
 

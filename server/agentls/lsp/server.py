@@ -2,10 +2,11 @@
 (``lsp.context.ServerContext``) and registers the features; it holds no feature's logic.
 
 The context's parts live in their own modules: the workspace folders and a run's Workspace
-(lsp/workspace_roots.py), the editor settings' life (lsp/settings_state.py), the run manager
-(lsp/runs.py, given a ``RunContext``), the engine loader (engine/host_loader.py: the engine
+(lsp/services/workspace_roots.py), the editor settings' life (lsp/services/settings_state.py), the
+run manager
+(lsp/services/runs.py, given a ``RunContext``), the engine loader (engine/host_loader.py: the engine
 built on first use, the start-up work, the facts refresh); pygls's protocol as AgentLS speaks
-it is lsp/json_rpc.py. Each feature module has a ``setup(server)`` that registers its
+it is lsp/transport/json_rpc.py. Each feature module has a ``setup(server)`` that registers its
 handlers (esbonio style); features depend on the context, never on this module or on each
 other (``make lint`` checks it, see docs/ARCHITECTURE.md).
 
@@ -26,19 +27,19 @@ from lsprotocol import types as lsp
 
 from agentls import __version__
 from agentls.engine.host_loader import EngineLoader, EngineUnavailable
-from agentls.lsp import settings as lsp_settings
-from agentls.lsp.handlers import logged as logged  # re-exported for older imports
-from agentls.lsp.handlers import refused_error as refused_error
-from agentls.lsp.json_rpc import AgentProtocol, converter
-from agentls.lsp.resolved_settings import LspSettings, ResolvedSettings
-from agentls.lsp.runs import RUN_IMPORTS, RunContext, RunManager
-from agentls.lsp.settings_state import SettingsState
-from agentls.lsp.turn import TurnRefused
-from agentls.lsp.workspace_roots import WorkspaceRoots
+from agentls.lsp.services import editor_settings as lsp_settings
+from agentls.lsp.services.handlers import logged as logged  # re-exported for older imports
+from agentls.lsp.services.handlers import refused_error as refused_error
+from agentls.lsp.services.resolved_settings import LspSettings, ResolvedSettings
+from agentls.lsp.services.runs import RUN_IMPORTS, RunContext, RunManager
+from agentls.lsp.services.settings_state import SettingsState
+from agentls.lsp.services.turn import TurnRefused
+from agentls.lsp.services.workspace_roots import WorkspaceRoots
+from agentls.lsp.transport.json_rpc import AgentProtocol, converter
 
 if TYPE_CHECKING:
-    from agentls.config import Settings
     from agentls.engine.host import EngineHost
+    from agentls.settings.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -120,10 +121,13 @@ class AgentLanguageServer(SettingsState, WorkspaceRoots):
 
 
 def create_server() -> AgentLanguageServer:
-    import agentls.lsp.inline_completion as inline_completion
-    import agentls.lsp.next_edit as next_edit
-    import agentls.lsp.propose_edit as propose_edit
-    from agentls.lsp import chat, code_actions, conversation, documents, git_commands, search_index
+    import agentls.lsp.features.inline_completion as inline_completion
+    import agentls.lsp.features.next_edit as next_edit
+    import agentls.lsp.features.propose_edit as propose_edit
+    from agentls.lsp.features import chat, conversation, git_commands
+    from agentls.lsp.features import index_upkeep as search_index
+    from agentls.lsp.features.code_actions import feature as code_actions
+    from agentls.lsp.services import documents
 
     server = AgentLanguageServer()
 

@@ -13,10 +13,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentls.tools import files, git, search, shell
+from agentls.tools import files
+from agentls.tools.git import read as git
 from agentls.tools.output import fail
+from agentls.tools.search import text as search
+from agentls.tools.shell import command as shell
 from agentls.tools.tool_context import Runner, ToolContext
-from agentls.tools.workspace import Workspace
+from agentls.workspace.fence import Workspace
 
 # --- parameter models of the tools that are not file tools ---------------------------------
 

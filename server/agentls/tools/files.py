@@ -13,12 +13,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentls.tools.diff_window import unified_diff
-from agentls.tools.matching import MatchError, apply_edits
+from agentls.tools.edit.diff_window import unified_diff
+from agentls.tools.edit.matching import MatchError, apply_edits
+from agentls.tools.edit.patch import PatchError, parse_patch
+from agentls.tools.edit.patch_plan import plan_patch
 from agentls.tools.output import fail, ok
-from agentls.tools.patch import PatchError, parse_patch
-from agentls.tools.patch_plan import plan_patch
-from agentls.tools.workspace import Workspace, WorkspacePath
+from agentls.workspace.fence import Workspace, WorkspacePath
 
 LIST_LIMIT = 500
 READ_LINE_LIMIT = 2_000

@@ -1,7 +1,7 @@
 """Asking before a tool call runs: the person's approval, session grants, refusals.
 
 The policy itself (which calls are allowed, how a shell command is judged) is
-agentls/permission_policy.py, a base module the settings embed; its names are re-exported
+agentls/policy/permissions.py, a base module the settings embed; its names are re-exported
 here so ``from agentls.tools.permissions import PermissionPolicy`` keeps working.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentls.permission_policy import (
+from agentls.policy.permissions import (
     ALLOW_LIST_REASON,
     DEFAULT_SHELL_ALLOW,
     DEFAULT_SHELL_DENY,
@@ -25,7 +25,7 @@ from agentls.permission_policy import (
     grant_key,
     split_commands,
 )
-from agentls.shell_words import ARITHMETIC, SUBSTITUTION
+from agentls.policy.shell_words import ARITHMETIC, SUBSTITUTION
 from agentls.tools.output import fail
 
 __all__ = [  # the policy's names, re-exported for callers that import them from here

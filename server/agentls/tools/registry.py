@@ -24,7 +24,7 @@ from agentls.tools.output import fail, to_json
 from agentls.tools.permissions import Decision, check, rejection
 from agentls.tools.tool_context import Runner as Runner
 from agentls.tools.tool_context import ToolContext as ToolContext
-from agentls.tools.workspace import FenceError
+from agentls.workspace.fence import FenceError
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ def params_of(tool: ToolDef) -> type[BaseModel]:
 
 
 # tool_schemas.SOURCE_HASH is the hash of these, in this order (devtools/tool_schema_table.py).
-SCHEMA_SOURCES = ("builtin.py", "files.py", "search.py", "shell.py", "git.py")
+SCHEMA_SOURCES = ("builtin.py", "files.py", "search/text.py", "shell/command.py", "git/read.py")
 
 
 @functools.cache

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from agentls.tools.output import DEFAULT_RESULT_LIMIT, DEFAULT_SHELL_OUTPUT_LIMIT
 from agentls.tools.permissions import Confirm, PermissionPolicy, SessionGrants
-from agentls.tools.sandboxed_shell import ShellSandbox
-from agentls.tools.workspace import Workspace
+from agentls.tools.shell.sandboxed import ShellSandbox
+from agentls.workspace.fence import Workspace
 
 if TYPE_CHECKING:  # the index is opened (and its modules imported) by its first search
-    from agentls.tools.semantic.service import WorkspaceSearch
+    from agentls.index.service import WorkspaceSearch
 
 
 @dataclass

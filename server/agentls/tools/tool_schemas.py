@@ -6,7 +6,7 @@ The built-in tools' JSON Schemas as sent to the model, so the first request need
 
 from typing import Any
 
-SOURCE_HASH = '06c41797ea4ab0ab015002158c875765ee0ed867cb5343cffcc05f16e304cff0'
+SOURCE_HASH = '0de4c83583c7b85ac68ded74b84a651ea1a0c7cedfd26904c2dc0f5d57be9f30'
 
 SCHEMAS: dict[str, dict[str, Any]] = {'list_files': {'properties': {'path': {'default': '.',
                                         'description': 'Folder to list.',

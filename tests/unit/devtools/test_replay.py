@@ -23,11 +23,11 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageParam
 
-from agentls.devtools import replay
-from agentls.devtools.replay import ReplayServer, ScriptError, load_script
+from agentls.devtools.replay import command as replay
+from agentls.devtools.replay.command import ReplayServer, ScriptError, load_script
 
 MODEL = "scripted-model"
-DEMO_SCRIPT = Path(replay.__file__).parent / "scripts" / "demo.yaml"
+DEMO_SCRIPT = Path(replay.__file__).parent.parent / "scripts" / "demo.yaml"
 
 
 def user(text: str) -> list[ChatCompletionMessageParam]:
@@ -348,7 +348,7 @@ def test_a_star_in_models_accepts_any_model(serve: Any) -> None:
 def test_a_wrong_key_is_refused_and_never_echoed_or_logged(
     serve: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="agentls.devtools.replay")
+    caplog.set_level(logging.DEBUG, logger="agentls.devtools.replay.command")
     server_key, client_key = "sk-planted-server-secret", "sk-planted-client-secret"
     server = serve({"api_key": server_key, "steps": [{"reply": {"text": "in"}}]})
     with pytest.raises(openai.AuthenticationError) as caught:
@@ -610,7 +610,7 @@ def test_main_reports_a_bad_script_and_exits_2(
 
 def test_python_dash_m_serves_until_interrupted() -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "agentls.devtools.replay", "--script", str(DEMO_SCRIPT),
+        [sys.executable, "-m", "agentls.devtools.replay.command", "--script", str(DEMO_SCRIPT),
          "--port", "0"],
         stderr=subprocess.PIPE, text=True,
     )

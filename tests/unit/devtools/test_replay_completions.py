@@ -8,7 +8,7 @@ import time
 
 import openai
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 
 def client(server: ReplayServer) -> openai.OpenAI:
@@ -95,7 +95,7 @@ def test_next_edit_rewrite_answers_in_zetas_format() -> None:
 def test_a_rewrite_must_be_pairs() -> None:
     import pytest
 
-    from agentls.devtools.replay_script import ScriptError, load_script
+    from agentls.devtools.replay.script import ScriptError, load_script
 
     with pytest.raises(ScriptError, match="rewrite"):
         load_script({"steps": [{"reply": {"rewrite": ["count"]}}]})

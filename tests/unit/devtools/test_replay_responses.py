@@ -8,7 +8,7 @@ import json
 
 from openai import OpenAI
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 
 def test_responses_stream_text_and_tool_calls_and_match_tool_results(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentls.engine.completion import (
+from agentls.engine.loop.done_marker import (
     Completion,
     check,
     check_json,

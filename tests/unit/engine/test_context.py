@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agentls.engine import context
-from agentls.engine.context import (
+from agentls.engine.prompt import levels as context
+from agentls.engine.prompt.levels import (
     BASE_SYSTEM_PROMPT,
     FILE_TOKEN_CAP,
     HEAD_LINES,
@@ -32,7 +32,7 @@ from agentls.engine.context import (
     system_messages,
 )
 from agentls.llm.messages import Message, ToolCall
-from agentls.tools.workspace import FenceError, Workspace
+from agentls.workspace.fence import FenceError, Workspace
 
 TOOLS = ("list_files", "read_file", "search_text", "write_file", "edit_file", "apply_patch",
          "delete_file", "shell_exec", "git_status", "git_diff", "git_log", "ask_user")

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from tests.unit.llm import standin_agent_cli as standins
 
-from agentls.config import BackendConfig, Settings
 from agentls.engine.events import (
     DoneEvent,
     EditEvent,
@@ -28,6 +27,7 @@ from agentls.engine.external import (
     secret_env_names,
 )
 from agentls.llm.messages import Usage
+from agentls.settings.config import BackendConfig, Settings
 
 
 def git(root: Path, *args: str) -> None:

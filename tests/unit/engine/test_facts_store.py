@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from agentls.engine import context, facts_store
-from agentls.engine.context import ProjectFacts
-from agentls.engine.context_cache import ProjectContextCache
-from agentls.tools.workspace import Workspace
+from agentls.engine.prompt import facts_store
+from agentls.engine.prompt import levels as context
+from agentls.engine.prompt.levels import ProjectFacts
+from agentls.engine.prompt.levels_cache import ProjectContextCache
+from agentls.workspace.fence import Workspace
 
 
 def git(root: Path, *args: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentls.engine.git_prompts import (
+from agentls.engine.prompt.git_prompts import (
     DIFF_LIMIT_CHARS,
     SUBJECT_LIMIT,
     commit_message_messages,

@@ -9,15 +9,15 @@ from collections.abc import Sequence
 
 import pytest
 
-from agentls.devtools.replay import count_prompt_tokens
-from agentls.engine.compaction import (
+from agentls.devtools.replay.command import count_prompt_tokens
+from agentls.engine.prompt.compaction import (
     apply_summary,
     compaction_request,
     compaction_split,
     needs_compaction,
     render_transcript,
 )
-from agentls.engine.history import (
+from agentls.engine.prompt.history import (
     CUT_TOOL_RESULTS_OVER,
     SUMMARY_HEADER,
     TrimResult,
@@ -27,7 +27,7 @@ from agentls.engine.history import (
     trim_for_budget,
     trim_harder,
 )
-from agentls.engine.tokens import TokenEstimator
+from agentls.engine.prompt.tokens import TokenEstimator
 from agentls.llm.messages import Message, ToolCall, ToolSpec
 
 KEY = ("scripted", "scripted-model")

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.unit.engine.test_history import KEY, SYSTEM, TOOLS, assert_well_formed, calibrated
 
-from agentls.engine.history import prompt_budget, trim_for_budget, trim_harder
-from agentls.engine.tool_call_shrink import ARGUMENT_HEAD_CHARS, shrink_arguments
+from agentls.engine.prompt.history import prompt_budget, trim_for_budget, trim_harder
+from agentls.engine.prompt.tool_call_shrink import ARGUMENT_HEAD_CHARS, shrink_arguments
 from agentls.llm.messages import Message, ToolCall
 
 INTERRUPTED = '{"ok": false, "error": "INTERRUPTED", "message": "the run stopped before ' \

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from agentls.engine.inline_context import (
+from agentls.engine.inline.cursor_context import (
     LineStarts,
     code_points,
     fit_files,

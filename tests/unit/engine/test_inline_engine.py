@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from agentls.config_models import CompletionConfig
-from agentls.devtools.replay import ReplayServer
-from agentls.engine.inline_engine import CompletionRequest, InlineCompleter
+from agentls.devtools.replay.command import ReplayServer
+from agentls.engine.inline.completer import CompletionRequest, InlineCompleter
 from agentls.llm.fim import FimClient
+from agentls.settings.models import CompletionConfig
 
 DOC = "def add(a, b):\n    \n\nprint(add(1, 2))\n"
 CURSOR = DOC.index("    \n") + 4

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentls.engine.inline_context import window
-from agentls.engine.inline_post import StopRule, clean
+from agentls.engine.inline.cursor_context import window
+from agentls.engine.inline.post import StopRule, clean
 
 
 def where(text: str, unit: str = "    ", eol: str = "\n"):  # type: ignore[no-untyped-def]

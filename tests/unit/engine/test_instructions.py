@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentls.engine import instructions as module
-from agentls.engine.instructions import load_instructions
-from agentls.tools.workspace import Workspace
+from agentls.engine.prompt import instructions as module
+from agentls.engine.prompt.instructions import load_instructions
+from agentls.workspace.fence import Workspace
 
 
 def write(path: Path, text: str) -> Path:

@@ -1,4 +1,4 @@
-"""The walk for nested AGENTS.md files that remembers itself (engine/nested_agents.py): the
+"""The walk for nested AGENTS.md files that remembers itself (engine/prompt/nested_agents.py): the
 same answer as a full walk after every kind of change, for one stat per unchanged folder."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentls.engine import nested_agents
-from agentls.engine.nested_agents import nested_agents_files
-from agentls.tools.workspace import Workspace
+from agentls.engine.prompt import nested_agents
+from agentls.engine.prompt.nested_agents import nested_agents_files
+from agentls.workspace.fence import Workspace
 
 PAST = time.time() - 3600
 

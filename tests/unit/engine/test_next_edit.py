@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from agentls.config_models import NextEditConfig
 from agentls.engine.next_edit.history import (
     EditHistory,
     common_prefix,
@@ -26,6 +25,7 @@ from agentls.engine.next_edit.prompts import (
     zeta_prompt,
 )
 from agentls.engine.next_edit.region import excerpt
+from agentls.settings.models import NextEditConfig
 
 
 def test_common_prefix_and_suffix_across_chunks() -> None:

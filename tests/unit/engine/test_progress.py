@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentls.engine.progress import (
+from agentls.engine.loop.stall import (
     EDGE_TOKENS,
     ProgressTracker,
     nearly_identical,

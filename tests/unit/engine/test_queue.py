@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from agentls.engine.queue import SessionBusy, SessionQueue
+from agentls.engine.sessions.queue import SessionBusy, SessionQueue
 
 
 async def test_turns_run_in_arrival_order_and_idle_sessions_are_forgotten() -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from agentls.engine import display_history, modes
-from agentls.engine.references import Reference, resolve
-from agentls.engine.sessions import SessionStore
+from agentls.engine.prompt.references import Reference, resolve
+from agentls.engine.sessions.store import SessionStore
 from agentls.llm.messages import Message
-from agentls.tools.workspace import Workspace
+from agentls.workspace.fence import Workspace
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agentls.engine.session_schema import SCHEMA_VERSION, SchemaTooNew, migrate
-from agentls.engine.sessions import SessionNotFound, SessionStore, new_session_id, redact
-from agentls.engine.state_dir import STATE_GITIGNORE
+from agentls.engine.sessions.schema import SCHEMA_VERSION, SchemaTooNew, migrate
+from agentls.engine.sessions.state_dir import STATE_GITIGNORE
+from agentls.engine.sessions.store import SessionNotFound, SessionStore, new_session_id, redact
 from agentls.llm.messages import Message, ToolCall
 
 
@@ -85,7 +85,7 @@ def test_a_later_migration_adds_a_column_once(tmp_path: Path) -> None:
     def add_pinned(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE sessions ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0")
 
-    from agentls.engine.session_schema import MIGRATIONS
+    from agentls.engine.sessions.schema import MIGRATIONS
 
     conn = raw(tmp_path / "state.db")
     conn.isolation_level = None
@@ -339,7 +339,7 @@ def test_session_ids_sort_by_creation() -> None:
 WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from agentls.engine.sessions import SessionStore
+    from agentls.engine.sessions.store import SessionStore
     from agentls.llm.messages import Message, ToolCall
 
     store = SessionStore.for_workspace(Path(sys.argv[1]))

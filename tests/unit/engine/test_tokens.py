@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 
-from agentls.config import BackendConfig
-from agentls.devtools.replay import ReplayServer
-from agentls.engine import tokens
-from agentls.engine.tokens import (
+from agentls.devtools.replay.command import ReplayServer
+from agentls.engine.prompt import tokens
+from agentls.engine.prompt.tokens import (
     MAX_RATIO,
     MESSAGE_OVERHEAD,
     MIN_RATIO,
@@ -22,6 +21,7 @@ from agentls.engine.tokens import (
 )
 from agentls.llm.messages import ChatRequest, Message, ToolCall, ToolSpec
 from agentls.llm.openai_compat import OpenAICompatBackend
+from agentls.settings.config import BackendConfig
 
 KEY = ("scripted", "scripted-model")
 

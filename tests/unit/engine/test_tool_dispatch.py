@@ -1,9 +1,9 @@
-"""engine/tool_dispatch.py: how an editor shows a proposed change and the model's claim
+"""engine/loop/tool_dispatch.py: how an editor shows a proposed change and the model's claim
 after it, until the person's review ends (DESIGN.md 13)."""
 
 from __future__ import annotations
 
-from agentls.engine.tool_dispatch import ProposedClaims, as_proposed
+from agentls.engine.loop.tool_dispatch import ProposedClaims, as_proposed
 
 
 def test_a_change_tools_ok_is_proposed() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentls.tools.sandbox import probe
+from agentls.sandbox.bwrap import probe
 
 FAKE = Path(__file__).with_name("fake_server.py")
 

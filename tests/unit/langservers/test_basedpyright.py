@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from agentls.config_models import LangServerConfig, LspConfig
 from agentls.langservers.pool import LangServers
-from agentls.sandbox_settings import SandboxSettings
-from agentls.tools.workspace import Workspace
+from agentls.settings.models import LangServerConfig, LspConfig
+from agentls.settings.sandbox import SandboxSettings
+from agentls.workspace.fence import Workspace
 
 from .conftest import basedpyright
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agentls.config_models import LangServerConfig, LspConfig
 from agentls.langservers import specs as specs_module
 from agentls.langservers.specs import resolve
+from agentls.settings.models import LangServerConfig, LspConfig
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,7 @@
 `install_standins` (below) puts one small executable per name in a folder; each runs this
 file, which acts by the name it was called as and the scenario written in ``standin.json``
 beside it: ``ok``, ``unauthenticated``, ``failing`` or ``hang``. What it prints follows the
-tools' public documentation (see agentls.llm.external_cli): codex's ``exec --json`` JSONL
+tools' public documentation (see agentls.llm.agent_cli.backends): codex's ``exec --json`` JSONL
 events, Claude Code's ``stream-json`` messages, Copilot's ``-s`` text. Every call is logged
 to ``calls.jsonl`` with its arguments, stdin, folder and environment.
 """

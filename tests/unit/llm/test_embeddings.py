@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agentls.devtools.replay import ReplayServer
-from agentls.llm.embeddings import OpenAIEmbedder
+from agentls.devtools.replay.command import ReplayServer
+from agentls.index.embedding import EmbeddingError
+from agentls.index.index import SemanticIndex
+from agentls.index.openai_embedder import OpenAIEmbedder
+from agentls.index.service import WorkspaceSearch
 from agentls.llm.retry import RetryPolicy
-from agentls.tools.semantic.embedding import EmbeddingError
-from agentls.tools.semantic.index import SemanticIndex
-from agentls.tools.semantic.service import WorkspaceSearch
-from agentls.tools.workspace import Workspace
+from agentls.workspace.fence import Workspace
 
 
 def embedder(server: ReplayServer, model: str = "scripted-model", **kw: object) -> OpenAIEmbedder:

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 from tests.unit.llm import standin_agent_cli as standins
 
-from agentls.llm.cli_output import CliActivity
-from agentls.llm.external_cli import (
+from agentls.llm.agent_cli.backends import (
     ClaudeCli,
     CodexCli,
     CopilotCli,
@@ -20,6 +19,7 @@ from agentls.llm.external_cli import (
     child_environment,
     installed_unsupported,
 )
+from agentls.llm.agent_cli.output import CliActivity
 from agentls.llm.messages import Usage
 
 PLANTED = "sk-planted-secret-0123456789abcdef"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentls.engine.tokens import IMAGE_TOKENS, TokenEstimator
+from agentls.engine.prompt.tokens import IMAGE_TOKENS, TokenEstimator
 from agentls.llm.messages import Image, Message
 
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 
 
 def _python(code: str) -> dict:

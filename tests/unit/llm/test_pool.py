@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from agentls.config import BackendConfig, Settings, user_cache_dir
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from agentls.llm.backend import BackendError
 from agentls.llm.messages import ChatRequest, Message
 from agentls.llm.pool import BackendPool
+from agentls.settings.config import BackendConfig, Settings, user_cache_dir
 
 
 async def test_a_backend_is_created_once_and_reused() -> None:

@@ -13,10 +13,10 @@ import textwrap
 import httpx2
 import pytest
 
-from agentls.config import Settings
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from agentls.llm import rehearsal
 from agentls.llm.pool import BackendPool
+from agentls.settings.config import Settings
 
 
 def test_after_it_the_first_request_imports_nothing_and_it_sends_nothing(
@@ -28,7 +28,7 @@ def test_after_it_the_first_request_imports_nothing_and_it_sends_nothing(
     server.load({"steps": [{"reply": {"text": "Hello"}}]})
     code = textwrap.dedent(f"""
         import asyncio, json, sys
-        from agentls.config import BackendConfig, Settings
+        from agentls.settings.config import BackendConfig, Settings
         from agentls.llm.messages import ChatRequest, Message
         from agentls.llm.pool import BackendPool
         from agentls.llm.rehearsal import rehearse

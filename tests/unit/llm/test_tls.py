@@ -10,9 +10,9 @@ import httpx2
 import openai
 import pytest
 
-from agentls.config import BackendConfig
 from agentls.llm import tls
 from agentls.llm.openai_compat import OpenAICompatBackend
+from agentls.settings.config import BackendConfig
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from lsprotocol import types as lsp
 
-from agentls.lsp.action_catalog import (
+from agentls.lsp.features.code_actions.catalog import (
     RUN_ACTION_COMMAND,
     ActionLister,
     UserAction,

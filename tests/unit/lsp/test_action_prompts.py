@@ -6,8 +6,8 @@ from pathlib import Path
 
 from lsprotocol import types as lsp
 
-from agentls.lsp.action_catalog import BUILTIN, UserAction, user_specs
-from agentls.lsp.action_prompts import (
+from agentls.lsp.features.code_actions.catalog import BUILTIN, UserAction, user_specs
+from agentls.lsp.features.code_actions.prompts import (
     ActionTarget,
     action_attachments,
     action_prompt,

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from agentls import import_gc
+from agentls.base import import_gc
 from agentls.llm import tls
-from agentls.lsp import runs
 from agentls.lsp.server import AgentLanguageServer
+from agentls.lsp.services import runs
 
 
 async def test_imports_asked_for_together_run_one_after_the_other(
@@ -82,11 +82,12 @@ def test_the_start_up_work_imports_every_module_a_run_imports_on_first_use() -> 
     the engine and ``RUN_IMPORTS``, so a first chat imports none of them on the event loop.
     Checked in a fresh interpreter against the imports written in runs.py's functions."""
     wanted = sorted(_imported_inside_functions(Path(runs.__file__).read_text()))
-    assert "agentls.lsp.delivery" in wanted  # seen in `from agentls.lsp import delivery`
+    # seen in `from agentls.lsp.services import delivery`
+    assert "agentls.lsp.services.delivery" in wanted
     code = textwrap.dedent(f"""
         import importlib, json, sys
         import agentls.lsp.server, agentls.engine.host
-        from agentls.lsp.runs import RUN_IMPORTS
+        from agentls.lsp.services.runs import RUN_IMPORTS
         for name in RUN_IMPORTS:
             importlib.import_module(name)
         print(json.dumps([name for name in {wanted!r} if name not in sys.modules]))

@@ -1,10 +1,10 @@
-"""lsp/chat.py: the closing message of a turn the agentls.chat command ran (what a plain
+"""lsp/features/chat.py: the closing message of a turn the agentls.chat command ran (what a plain
 LSP editor shows of it)."""
 
 from __future__ import annotations
 
-from agentls.lsp.chat import ANSWER_SHOWN_CHARS, ended_message
-from agentls.lsp.protocol import ChatResult
+from agentls.lsp.features.chat import ANSWER_SHOWN_CHARS, ended_message
+from agentls.lsp.services.protocol import ChatResult
 
 CALC = {"uri": "file:///p/src/calc.py", "kind": "update", "insertions": 1, "deletions": 1}
 

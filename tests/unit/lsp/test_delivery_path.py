@@ -1,4 +1,4 @@
-"""One delivery path (lsp/delivery.py): it is the only code in the product that sends
+"""One delivery path (lsp/services/delivery.py): it is the only code in the product that sends
 ``workspace/applyEdit`` (through pygls's ``workspace_apply_edit*`` or a raw
 ``send_request``), and the only lsp module that records a review in the session store.
 import-linter cannot express "who calls a method", so this reads the syntax trees."""
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[3] / "server" / "agentls"
-DELIVERY = PACKAGE / "lsp" / "delivery.py"
+DELIVERY = PACKAGE / "lsp" / "services" / "delivery.py"
 
 
 def _sources() -> list[Path]:
@@ -49,7 +49,7 @@ def test_no_lsp_feature_writes_the_review_into_the_store_itself() -> None:
             "update_metadata", "set_session_metadata")
 
     lsp_writers = {p for p in _callers(writes_review) if "lsp" in p.relative_to(PACKAGE).parts}
-    assert lsp_writers == set()  # engine/notes.py records it (lsp/delivery.py calls it)
+    assert lsp_writers == set()  # engine/notes.py records it (lsp/services/delivery.py calls it)
 
 
 def test_the_check_finds_a_sender() -> None:

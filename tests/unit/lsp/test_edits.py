@@ -13,9 +13,9 @@ from lsprotocol import converters
 from lsprotocol import types as lsp
 from pytest_lsp import client_capabilities
 
-from agentls.lsp.edits import minimal_text_edits, plan_workspace_edit, to_workspace_edit
-from agentls.tools.changeset import ChangeSet, split_lines
-from agentls.tools.workspace import Workspace
+from agentls.lsp.services.edits import minimal_text_edits, plan_workspace_edit, to_workspace_edit
+from agentls.workspace.changeset import ChangeSet, split_lines
+from agentls.workspace.fence import Workspace
 
 ENCODINGS = ("utf-16", "utf-8", "utf-32")
 

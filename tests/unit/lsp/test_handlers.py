@@ -1,4 +1,4 @@
-"""lsp/handlers.py: one mapping from the project's errors to JSON-RPC errors, and a method
+"""lsp/services/handlers.py: one mapping from the project's errors to JSON-RPC errors, and a method
 registered with its command form once."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from agentls.lsp import protocol
-from agentls.lsp.handlers import answers_errors
-from agentls.lsp.protocol import INVALID_PARAMS, REQUEST_FAILED, ParamsError
 from agentls.lsp.server import create_server
-from agentls.lsp.turn import TurnRefused
+from agentls.lsp.services import protocol
+from agentls.lsp.services.handlers import answers_errors
+from agentls.lsp.services.protocol import INVALID_PARAMS, REQUEST_FAILED, ParamsError
+from agentls.lsp.services.turn import TurnRefused
 
 LSP = Path(__file__).resolve().parents[3] / "server" / "agentls" / "lsp"
 

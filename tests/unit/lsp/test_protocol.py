@@ -6,7 +6,7 @@ from collections import namedtuple
 
 import pytest
 
-from agentls.lsp.protocol import (
+from agentls.lsp.services.protocol import (
     ParamsError,
     chat_event,
     parse_chat_params,

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from agentls.lsp.rate_limit import ChatRateLimiter, RateLimitFull
+from agentls.lsp.services.rate_limit import ChatRateLimiter, RateLimitFull
 
 
 class Clock:

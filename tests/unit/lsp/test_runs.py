@@ -15,15 +15,15 @@ from lsprotocol import types as lsp
 from pytest_lsp import client_capabilities
 from tests.engine.conftest import settings_for
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from agentls.engine.host import EngineHost
 from agentls.engine.review_notes import CANCELLED_NOTE
 from agentls.engine.review_notes import pending as pending_notes
 from agentls.engine.run_request import RunRequest
-from agentls.lsp.resolved_settings import LspSettings
-from agentls.lsp.runs import RunContext, RunManager
-from agentls.lsp.turn import TurnRequest
-from agentls.tools.workspace import Workspace
+from agentls.lsp.services.resolved_settings import LspSettings
+from agentls.lsp.services.runs import RunContext, RunManager
+from agentls.lsp.services.turn import TurnRequest
+from agentls.workspace.fence import Workspace
 
 EDIT_SCRIPT = {"steps": [
     {"match": {"tool_results": False}, "reply": {"tool_calls": [
@@ -163,7 +163,7 @@ def test_the_run_manager_calls_nothing_back_up() -> None:
     import inspect
     import re
 
-    from agentls.lsp import runs
+    from agentls.lsp.services import runs
 
     source = inspect.getsource(runs)
     assert "engine()" not in source and "engine_if_built" not in source

@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agentls.lsp.resolved_settings import LspSettings
-from agentls.lsp.settings import register_client_section, resolve
+from agentls.lsp.services.editor_settings import register_client_section, resolve
+from agentls.lsp.services.resolved_settings import LspSettings
 
 
 def test_valid_settings_apply(tmp_path: Path) -> None:
@@ -67,12 +67,12 @@ def test_fetching_the_client_section_imports_nothing_heavy() -> None:
     code = (
         "import asyncio, sys\n"
         "from types import SimpleNamespace\n"
-        "from agentls.lsp import settings\n"
+        "from agentls.lsp.services import editor_settings as settings\n"
         "ls = SimpleNamespace(initialization_options={'backend': 'x', 'lsp': {'a': 1}},\n"
         "    pushed_settings={'lsp': {'b': 2}}, root_uri=None,\n"
         "    client_capabilities=SimpleNamespace(workspace=None))\n"
         "print(asyncio.run(settings.fetch_client_section(ls)))\n"
-        "print('agentls.config' in sys.modules, 'pydantic' in sys.modules)\n")
+        "print('agentls.settings.config' in sys.modules, 'pydantic' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, timeout=60)
     merged, heavy = done.stdout.strip().splitlines()

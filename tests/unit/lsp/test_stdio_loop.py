@@ -1,4 +1,5 @@
-"""The server's main loop (lsp/stdio_loop.py) and the wire's answers (lsp/wire.py): one
+"""The server's main loop (lsp/transport/stdio_loop.py) and the wire's answers
+(lsp/transport/wire.py): one
 message that cannot be handled never ends the server, and an answer from the client that
 comes after the server stopped waiting for it is dropped with a log line (pygls would raise
 setting it on the cancelled future, and that used to end the process with code 1)."""
@@ -16,9 +17,9 @@ import pytest
 from lsprotocol import types as lsp
 from pygls.io_ import StdoutWriter
 
-from agentls.lsp import wire
 from agentls.lsp.server import create_server
-from agentls.lsp.stdio_loop import serve_stdio
+from agentls.lsp.transport import wire
+from agentls.lsp.transport.stdio_loop import serve_stdio
 
 
 def frame(message: dict[str, Any]) -> bytes:
@@ -34,7 +35,7 @@ def test_an_answer_after_the_waiter_was_cancelled_is_dropped(
         lsp.WINDOW_SHOW_DOCUMENT, lsp.ShowDocumentParams(uri="file:///a.md"), msg_id="late-1")
     pending.cancel()  # what cancelling an `await ls.window_show_document_async(...)` does
 
-    with caplog.at_level(logging.INFO, logger="agentls.lsp.wire"):
+    with caplog.at_level(logging.INFO, logger="agentls.lsp.transport.wire"):
         wire.Dispatcher(server).dispatch(json.dumps(
             {"jsonrpc": "2.0", "id": "late-1", "result": {"success": True}}).encode())
 
@@ -59,7 +60,7 @@ def test_a_message_that_raises_is_logged_and_the_server_goes_on(
     with os.fdopen(client_to_server, "rb") as stdin, os.fdopen(server_to_client, "wb") as stdout, \
             os.fdopen(server_in, "wb") as to_server, os.fdopen(server_out, "rb") as from_server:
         thread = threading.Thread(target=lambda: codes.append(serve_stdio(server, stdin, stdout)))
-        with caplog.at_level(logging.ERROR, logger="agentls.lsp.stdio_loop"):
+        with caplog.at_level(logging.ERROR, logger="agentls.lsp.transport.stdio_loop"):
             thread.start()
             to_server.write(frame({"jsonrpc": "2.0", "id": 7, "method": "agentls/boom",
                                    "params": {"secret": "typed by the person"}}))

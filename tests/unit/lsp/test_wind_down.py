@@ -1,4 +1,5 @@
-"""After exit the server cancels what still runs and waits a bounded time (lsp/wind_down.py):
+"""After exit the server cancels what still runs and waits a bounded time
+(lsp/transport/wind_down.py):
 a task that ignores its cancellation is named in the log instead of holding the process."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import logging
 
 import pytest
 
-from agentls.lsp.wind_down import wind_down
+from agentls.lsp.transport.wind_down import wind_down
 
 
 async def test_tasks_that_stop_when_cancelled_are_waited_for() -> None:
@@ -39,7 +40,7 @@ async def test_a_task_that_ignores_cancellation_is_named_not_waited_for_forever(
 
     task = asyncio.create_task(stubborn(), name="stubborn-task")
     await asyncio.sleep(0)
-    with caplog.at_level(logging.ERROR, logger="agentls.lsp.wind_down"):
+    with caplog.at_level(logging.ERROR, logger="agentls.lsp.transport.wind_down"):
         assert not await wind_down(0.2)
     (record,) = [r for r in caplog.records if "stubborn-task" in r.getMessage()]
     assert "did not stop within 0.2 s of the exit" in record.getMessage()

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from agentls.tools.changeset import ChangeSetError
 from agentls.tools.files import ApplyPatchParams, apply_patch
-from agentls.tools.workspace import FenceError, Workspace
+from agentls.workspace.changeset import ChangeSetError
+from agentls.workspace.fence import FenceError, Workspace
 
 # Ours is atomic: where the reference keeps what succeeded before a failure, we change nothing.
 ATOMIC_CASES = {"015_failure_after_partial_success_leaves_changes"}

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from agentls.tools.diff_window import unified_diff
+from agentls.tools.edit.diff_window import unified_diff
 
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@$")
 

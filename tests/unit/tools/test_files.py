@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agentls.tools import files
-from agentls.tools.workspace import FenceError, Workspace
+from agentls.workspace.fence import FenceError, Workspace
 
 
 @pytest.fixture

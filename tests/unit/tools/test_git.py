@@ -1,4 +1,4 @@
-"""Tests for server/agentls/tools/git.py: real git repositories in tmp_path."""
+"""Tests for server/agentls/tools/git/read.py: real git repositories in tmp_path."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agentls.tools.git import MAX_LOG_ENTRIES, git_diff, git_facts, git_log, git_status
-from agentls.tools.workspace import Workspace
+from agentls.tools.git.read import MAX_LOG_ENTRIES, git_diff, git_facts, git_log, git_status
+from agentls.workspace.fence import Workspace
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Ada",

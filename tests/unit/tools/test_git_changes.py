@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agentls.tools.git import GitError
-from agentls.tools.git_changes import branch_changes, staged_changes
+from agentls.tools.git.changes import branch_changes, staged_changes
+from agentls.tools.git.read import GitError
 
 
 def git(root: Path, *args: str) -> str:

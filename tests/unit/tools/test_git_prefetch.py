@@ -1,4 +1,4 @@
-"""Tests for server/agentls/tools/git_prefetch.py: git commands started early (`agentls run`
+"""Tests for server/agentls/tools/git/prefetch.py: git commands started early (`agentls run`
 starts the project facts' git commands while it imports the engine), real git."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from tests.unit.tools.test_git import commit_all, git
 
-from agentls.tools import git_prefetch
-from agentls.tools.git import git_facts
+from agentls.tools.git import prefetch as git_prefetch
+from agentls.tools.git.read import git_facts
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def _nothing_left() -> Iterator[None]:
 
 
 def _recording(monkeypatch: pytest.MonkeyPatch) -> list[tuple[tuple[str, ...], bool]]:
-    """(args, taken from a prefetch) of every git command tools/git.py runs."""
+    """(args, taken from a prefetch) of every git command tools/git/read.py runs."""
     seen: list[tuple[tuple[str, ...], bool]] = []
     take = git_prefetch.take
 

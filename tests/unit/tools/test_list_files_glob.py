@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agentls.tools import files
-from agentls.tools.workspace import Workspace
+from agentls.workspace.fence import Workspace
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Tests for the blank-line layer of edit matching (server/agentls/tools/match_blank_lines.py,
+"""Tests for the blank-line layer of edit matching (server/agentls/tools/edit/match_blank_lines.py,
 through matching.apply_edits): one blank line fewer or more than the file still matches when
 the place stays unique, keeps the file's blank lines, and never edits the wrong place."""
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentls.tools.matching import MatchError, apply_edits
+from agentls.tools.edit.matching import MatchError, apply_edits
 
 FILE = (
     "import os\n"

@@ -1,12 +1,12 @@
-"""Tests for server/agentls/tools/matching.py: the search/replace layers behind edit_file."""
+"""Tests for server/agentls/tools/edit/matching.py: the search/replace layers behind edit_file."""
 
 from __future__ import annotations
 
 import pytest
 
-from agentls.tools.closest_window import closest_window
-from agentls.tools.match_folds import fold_punctuation
-from agentls.tools.matching import EditOutcome, MatchError, apply_edits
+from agentls.tools.edit.closest_window import closest_window
+from agentls.tools.edit.match_folds import fold_punctuation
+from agentls.tools.edit.matching import EditOutcome, MatchError, apply_edits
 
 
 def edit(text: str, search: str, replace: str) -> EditOutcome:

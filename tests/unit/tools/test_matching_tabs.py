@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentls.tools.matching import MatchError, apply_edits
+from agentls.tools.edit.matching import MatchError, apply_edits
 
 TABS = "def f(x):\n\tif x:\n\t\treturn 1\n\treturn 2\n"
 SPACES = "def f(x):\n    if x:\n        return 1\n    return 2\n"

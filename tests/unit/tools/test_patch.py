@@ -1,10 +1,10 @@
-"""Tests for server/agentls/tools/patch.py: parsing and planning Codex apply_patch patches."""
+"""Tests for server/agentls/tools/edit/patch.py: parsing and planning Codex apply_patch patches."""
 
 from __future__ import annotations
 
 import pytest
 
-from agentls.tools.patch import (
+from agentls.tools.edit.patch import (
     AddFile,
     DeleteFile,
     PatchError,
@@ -12,7 +12,7 @@ from agentls.tools.patch import (
     UpdateFile,
     parse_patch,
 )
-from agentls.tools.patch_plan import FileChange, plan_patch
+from agentls.tools.edit.patch_plan import FileChange, plan_patch
 
 
 def wrap(body: str) -> str:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agentls.sandbox.bwrap import SandboxSettings
 from agentls.tools.permissions import ApprovalRequest, PermissionPolicy
 from agentls.tools.registry import (
     DEFAULT_TOOLS,
@@ -16,9 +17,8 @@ from agentls.tools.registry import (
     params_of,
     schema_of,
 )
-from agentls.tools.sandbox import SandboxSettings
-from agentls.tools.sandboxed_shell import ShellSandbox
-from agentls.tools.workspace import Workspace
+from agentls.tools.shell.sandboxed import ShellSandbox
+from agentls.workspace.fence import Workspace
 
 
 @pytest.fixture

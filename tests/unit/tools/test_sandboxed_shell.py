@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from agentls.sandbox.bwrap import UNAVAILABLE_SWITCH, SandboxSettings, probe
 from agentls.tools.permissions import PermissionPolicy, check
-from agentls.tools.sandbox import UNAVAILABLE_SWITCH, SandboxSettings, probe
-from agentls.tools.sandboxed_shell import ShellSandbox
-from agentls.tools.workspace import Workspace
+from agentls.tools.shell.sandboxed import ShellSandbox
+from agentls.workspace.fence import Workspace
 
 SECRET = "sk-sandbox-planted-secret-4242"
 NO_SANDBOX = not probe().available

@@ -1,4 +1,4 @@
-"""Tests for server/agentls/tools/search.py: real `rg` and the pure-Python fallback."""
+"""Tests for server/agentls/tools/search/text.py: real `rg` and the pure-Python fallback."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from agentls.tools import search as search_module
-from agentls.tools.search import search_text
-from agentls.tools.search_rg import find_rg, rg_command
-from agentls.tools.search_state import COUNT_LIMIT, LINE_TEXT_LIMIT, MAX_RESULTS_LIMIT
-from agentls.tools.workspace import Workspace
+from agentls.tools.search import text as search_module
+from agentls.tools.search.ripgrep import find_rg, rg_command
+from agentls.tools.search.state import COUNT_LIMIT, LINE_TEXT_LIMIT, MAX_RESULTS_LIMIT
+from agentls.tools.search.text import search_text
+from agentls.workspace.fence import Workspace
 
 ENGINES = ["rg", "python"]
 
@@ -332,7 +332,7 @@ async def test_fallback_when_rg_is_missing_logs_once(
     expected = await search_text(Workspace([tree]), "needle", engine="rg")
     monkeypatch.setattr(search_module, "find_rg", lambda: None)
     monkeypatch.setattr(search_module, "_fallback_warned", False)
-    with caplog.at_level(logging.WARNING, logger="agentls.tools.search"):
+    with caplog.at_level(logging.WARNING, logger="agentls.tools.search.text"):
         first = await search_text(Workspace([tree]), "needle")
         await search_text(Workspace([tree]), "needle")
     assert first == expected

@@ -1,4 +1,4 @@
-"""Tests for server/agentls/tools/shell.py: real subprocesses in a real workspace."""
+"""Tests for server/agentls/tools/shell/command.py: real subprocesses in a real workspace."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agentls.tools.shell import scrubbed_environment, shell_exec
-from agentls.tools.workspace import Workspace
+from agentls.tools.shell.command import scrubbed_environment, shell_exec
+from agentls.workspace.fence import Workspace
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 from agentls.devtools import tool_schema_table
 from agentls.tools import builtin, registry, tool_schemas
 from agentls.tools.registry import BUILTIN, DEFAULT_TOOLS, ToolBox, ToolContext, schema_of
-from agentls.tools.workspace import Workspace
+from agentls.workspace.fence import Workspace
 
 PACKAGE = Path(tool_schemas.__file__).resolve().parent
 
@@ -66,12 +66,12 @@ def test_the_schemas_are_offered_without_importing_the_tools(tmp_path: Path) -> 
     code = (
         "import sys\n"
         "from agentls.tools.registry import ToolBox, ToolContext\n"
-        "from agentls.tools.workspace import Workspace\n"
+        "from agentls.workspace.fence import Workspace\n"
         f"box = ToolBox(ToolContext(Workspace([{str(tmp_path)!r}])))\n"
         "assert len(box.schemas()) == 12\n"
         "print(sorted(m for m in ('agentls.tools.builtin', 'agentls.tools.files',\n"
-        "                         'agentls.tools.search', 'agentls.tools.matching',\n"
-        "                         'agentls.tools.patch') if m in sys.modules))\n"
+        "                         'agentls.tools.search.text', 'agentls.tools.edit.matching',\n"
+        "                         'agentls.tools.edit.patch') if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, timeout=60)

@@ -1,5 +1,5 @@
 // Settings -> the server's `workspace/configuration` section `agentls` (pure: no vscode import).
-// The server validates every key itself (server/agentls/lsp/settings.py); this module only
+// The server validates every key itself (server/agentls/lsp/services/editor_settings.py); this module only
 // renames the Settings UI's flat keys onto the engine's nested ones.
 
 /** The environment variable the API key from SecretStorage is handed over in. */

@@ -1,7 +1,7 @@
 """Asking the model for the next edit, and turning its rewrite into one checked suggestion.
 
 One ``NextEditPredictor`` per server; per document one slot, as inline completion's
-(``engine/inline_engine.py``): a new request cancels the one before it (its task, and with
+(``engine/inline/completer.py``): a new request cancels the one before it (its task, and with
 it the model's stream), a keystroke does too (``cancel``), at most one model request per
 document is in flight, and a request waits ``next_edit.debounce_ms`` in which a newer one
 replaces it without any model call. An answer is dropped when the document moved past the
@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agentls.config_models import NextEditConfig
 from agentls.engine.next_edit.history import Edit
 from agentls.engine.next_edit.hunks import Hunk, hunks
 from agentls.engine.next_edit.prompts import (
@@ -39,6 +38,7 @@ from agentls.engine.next_edit.prompts import (
 from agentls.engine.next_edit.region import Excerpt, excerpt
 from agentls.llm.backend import BackendError
 from agentls.llm.fim import FimClient, FimRequest
+from agentls.settings.models import NextEditConfig
 
 log = logging.getLogger(__name__)
 

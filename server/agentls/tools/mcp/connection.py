@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO, cast
 
-from agentls.mcp_settings import McpServerConfig
-from agentls.redaction import add_secrets, redact
+from agentls.policy.redaction import add_secrets, redact
+from agentls.settings.mcp import McpServerConfig
 from agentls.tools.mcp.launch import Launch, LaunchError
 
 log = logging.getLogger(__name__)

@@ -21,9 +21,9 @@ import hashlib
 import re
 from typing import Any
 
-from agentls.redaction import redact
+from agentls.policy.redaction import redact
 from agentls.tools.output import truncate_middle
-from agentls.tools.workspace import FenceError, Workspace
+from agentls.workspace.fence import FenceError, Workspace
 
 PREFIX = "mcp__"
 MAX_NAME = 64

@@ -23,15 +23,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentls.mcp_settings import McpConfig, McpServerConfig
-from agentls.permission_policy import Permission
-from agentls.sandbox_settings import SandboxSettings
+from agentls.policy.permissions import Permission
+from agentls.settings.mcp import McpConfig, McpServerConfig
+from agentls.settings.sandbox import SandboxSettings
 from agentls.tools.mcp import convert
 from agentls.tools.mcp.connection import McpConnection, McpServerError
 from agentls.tools.mcp.launch import stdio_launch
 from agentls.tools.mcp.relevance import CALL_TOOL, McpTool, find_tools, most_relevant, words
 from agentls.tools.output import fail
-from agentls.tools.workspace import Workspace
+from agentls.workspace.fence import Workspace
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """How a stdio MCP server is started: inside the command sandbox, or directly when configured.
 
 Sandboxed (the default), the server runs under the same bwrap command line as ``shell_exec``
-(``agentls.tools.sandbox.bwrap_argv``): own user, pid and network namespaces (the network
+(``agentls.sandbox.bwrap.bwrap_argv``): own user, pid and network namespaces (the network
 only with ``network = true``), ``/`` read-only, homes hidden, a cleared environment, and the
 workspace as a *read-only* overlay whose lower layer hides what the deny list hides (`.env*`,
 keys, ``.agentls/``). ``--die-with-parent`` and the pid namespace end it, and everything it
@@ -20,11 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentls.mcp_settings import McpServerConfig
-from agentls.redaction import known_secrets
-from agentls.tools.mcp.stdout_cap import line_cap, relay_argv
-from agentls.tools.overlay import hidden_layers
-from agentls.tools.sandbox import (
+from agentls.policy.redaction import known_secrets
+from agentls.sandbox.bwrap import (
     ProgramNotFound,
     SandboxSettings,
     bwrap_argv,
@@ -34,7 +31,10 @@ from agentls.tools.sandbox import (
     program_paths,
     sandbox_environment,
 )
-from agentls.tools.workspace import Workspace
+from agentls.settings.mcp import McpServerConfig
+from agentls.tools.mcp.stdout_cap import line_cap, relay_argv
+from agentls.workspace.fence import Workspace
+from agentls.workspace.overlay import hidden_layers
 
 SANDBOX_HOME = "/tmp/home"
 SANDBOX_TMP = "/tmp"

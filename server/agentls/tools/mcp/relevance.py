@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentls.permission_policy import Permission
+from agentls.policy.permissions import Permission
 from agentls.tools.output import fail
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 The SDK's stdio reader joins a line's pieces by repeated concatenation and then validates the
 whole message: a tool that answers 50 MB costs minutes of CPU before AgentLS could cut it to
 the model's share. So a stdio server is started under this small relay (Python's standard
-library only, run with ``-I -S`` through ``agentls.python_child``, so it needs nothing from
+library only, run with ``-I -S`` through ``agentls.base.python_child``, so it needs nothing from
 AgentLS's installation nor from the working folder): it passes the server's stdout through
 line by line and shrinks a line longer than the cap: in a tool result, each text block is cut
 to its head and tail with a marker naming the size, a binary block (image, audio, blob) is
@@ -14,7 +14,7 @@ the relay exits with the server's status.
 
 from __future__ import annotations
 
-from agentls.python_child import python_argv
+from agentls.base.python_child import python_argv
 
 MIN_LINE_CAP = 1 << 20  # bytes; a line under it passes untouched
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from agentls.mcp_settings import McpServerConfig
-from agentls.sandbox_settings import SandboxSettings
+from agentls.sandbox.bwrap import probe
+from agentls.settings.mcp import McpServerConfig
+from agentls.settings.sandbox import SandboxSettings
 from agentls.tools.mcp.connection import McpConnection, McpServerError
 from agentls.tools.mcp.convert import result_to_dict
 from agentls.tools.mcp.launch import stdio_launch
-from agentls.tools.sandbox import probe
-from agentls.tools.workspace import Workspace
+from agentls.workspace.fence import Workspace
 
 pytestmark = pytest.mark.skipif(not probe().available, reason="no sandbox here")
 

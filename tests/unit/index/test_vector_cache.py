@@ -1,0 +1,77 @@
+"""The vector cache patched from the index's journal holds exactly what a reload would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from tests.unit.index.test_semantic_index import CountingEmbedder, write
+
+from agentls.index.index import SemanticIndex
+from agentls.index.service import WorkspaceSearch
+from agentls.index.vector_cache import TOMBSTONE, VectorCache
+from agentls.workspace.fence import Workspace
+
+
+def held(cache: VectorCache, index: SemanticIndex) -> dict[int, bytes]:
+    loaded = cache.load(index)
+    if loaded is None:
+        return {}
+    ids, matrix = loaded
+    return {int(i): matrix[n].astype(np.int8).tobytes()
+            for n, i in enumerate(ids) if i != TOMBSTONE}
+
+
+def fresh(index: SemanticIndex) -> dict[int, bytes]:
+    return held(VectorCache(), index)
+
+
+def test_edits_patch_the_cache_to_what_a_reload_holds(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    for n in range(40):
+        write(root / f"m{n}.py", "".join(f"def f{n}_{k}(x):\n    return x * {k}\n\n\n"
+                                         for k in range(3)))
+    index = SemanticIndex(Workspace([root]), CountingEmbedder())
+    search = WorkspaceSearch(index)
+    search.update()
+    assert held(search.cache, index) == fresh(index) and search.cache.reloads == 1
+
+    edited = root / "m1.py"
+    edited.write_text(edited.read_text() + "def retry_rate_limits(call):\n    return call()\n")
+    search.update([edited])
+    assert held(search.cache, index) == fresh(index)
+    (root / "m2.py").rename(root / "renamed.py")
+    search.update([root / "m2.py", root / "renamed.py"])
+    assert held(search.cache, index) == fresh(index)
+    (root / "m3.py").unlink()
+    search.update([root / "m3.py"])
+    assert held(search.cache, index) == fresh(index)
+    assert search.cache.reloads == 1  # three edits, no reload
+    assert search.cache.tombstones > 0
+
+    hits = search.search("retry rate limits", 3).hits
+    assert hits[0].symbol == "retry_rate_limits"
+    assert all(h.path != "m3.py" for h in search.search("f3 return x", 20).hits)
+
+    # Many deletions: past a quarter of tombstones the cache reloads (and compacts).
+    for n in range(10, 22):
+        (root / f"m{n}.py").unlink()
+    search.update([root / f"m{n}.py" for n in range(10, 22)])
+    assert held(search.cache, index) == fresh(index)
+    assert search.cache.reloads == 2 and search.cache.tombstones == 0
+
+
+def test_a_forgotten_or_reset_journal_reloads(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    write(root / "a.py", "def a():\n    return 1\n")
+    index = SemanticIndex(Workspace([root]), CountingEmbedder())
+    search = WorkspaceSearch(index)
+    search.update()
+    held(search.cache, index)
+    index.journal.record(everything=True)
+    held(search.cache, index)
+    assert search.cache.reloads == 2
+    write(root / "b.py", "def b():\n    return 2\n")
+    search.update([root / "b.py"])
+    index.journal._entries.clear()  # forgotten (bounded journal)
+    assert held(search.cache, index) == fresh(index) and search.cache.reloads == 3
