@@ -15,7 +15,7 @@ import agentls
 from agentls.base import python_child
 
 PACKAGE = Path(agentls.__file__).resolve().parent
-HELPER = PACKAGE / "python_child.py"
+HELPER = PACKAGE / "base" / "python_child.py"
 # sys.executable may be read only as a path (the folder beside it, the file it points to),
 # never put into a command line.
 PATH_READERS = {"Path", "realpath", "dirname", "resolve"}
@@ -108,7 +108,7 @@ def test_children_get_a_safe_path_and_workers_a_folder_of_their_own(tmp_path: Pa
     assert python_child.module_argv("agentls", "serve")[1:] == ["-P", "-m", "agentls", "serve"]
     assert python_child.python_argv("-c", "pass", isolated=True)[1:] == ["-I", "-c", "pass"]
     neutral = Path(python_child.neutral_cwd())
-    assert (neutral / "agentls" / "python_child.py").is_file()
+    assert (neutral / "agentls" / "base" / "python_child.py").is_file()
     assert neutral != Path.cwd() and not (neutral / "types.py").exists()
 
     # Started in a hostile folder, neither kind imports its files nor sees it on sys.path.

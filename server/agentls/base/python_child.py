@@ -37,4 +37,4 @@ def agentls_argv(*args: str) -> list[str]:
 def neutral_cwd() -> str:
     """A working folder for a worker that needs none: the folder AgentLS is installed in
     (already on ``sys.path``, holding no project's files), never the workspace."""
-    return str(Path(__file__).resolve().parent.parent)
+    return str(Path(__file__).resolve().parents[2])
