@@ -201,7 +201,7 @@ def test_loop_json_snapshot(server: ReplayServer, env: dict[str, str], project: 
     done = loop(task, project, env, "--completion", "json")
     assert done.returncode == 0, done.stderr
     assert normalised(last_json(done.stdout)) == json.loads(SNAPSHOT.read_text()), (
-        f"--json changed shape; if on purpose, update {SNAPSHOT} and the README")
+        f"--json changed shape; if on purpose, update {SNAPSHOT} and docs/HEADLESS.md")
 
 
 def test_artifacts_transcript_records_each_iteration(

@@ -125,7 +125,7 @@ def test_json_result_snapshot(server: ReplayServer, env: dict[str, str], project
     result = last_json(done.stdout)
     assert result["usage"]["promptTokens"] > 0 and result["durationMs"] > 0
     assert normalised(result) == json.loads(SNAPSHOT.read_text()), (
-        f"--json changed shape; if on purpose, update {SNAPSHOT} and the README")
+        f"--json changed shape; if on purpose, update {SNAPSHOT} and docs/HEADLESS.md")
 
 
 def test_json_is_the_only_stdout_even_on_failure(

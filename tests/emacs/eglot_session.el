@@ -3,7 +3,7 @@
 ;; Run by tests/emacs/test_eglot.py as `emacs --batch -l eglot_session.el'.  The model
 ;; behind the server is the scripted one (agentls.devtools.replay.command), not a real model.
 ;;
-;; What a person does with the README's eglot setup: open a Python file, start eglot,
+;; What a person does with docs/EDITORS.md's eglot setup: open a Python file, start eglot,
 ;; pick "AgentLS: Fix ..." in `eglot-code-actions', then ask with `agentls-chat'; eglot
 ;; applies each workspace/applyEdit (`eglot-confirm-server-initiated-edits' nil) and sends
 ;; the didChange from its idle timer.  The report (JSON, AGENTLS_EGLOT_OUT) says what
@@ -46,7 +46,7 @@
     (push line agentls-test--steps)
     (message "eglot session: %s" line)))
 
-;; --- The README's setup ------------------------------------------------------------------
+;; --- docs/EDITORS.md's setup -------------------------------------------------------------
 
 (setq eglot-confirm-server-initiated-edits nil)
 (add-to-list 'eglot-server-programs

@@ -1,5 +1,5 @@
 """A real plugin-less LSP editor: Emacs 28 + eglot 1.9 (Debian's emacs-nox and elpa-eglot,
-installed by ``make emacs-eglot``) in batch mode, set up as the README says, against the real
+installed by ``make emacs-eglot``) in batch mode, set up as docs/EDITORS.md says, against the real
 ``agentls serve`` over stdio and the scripted model (agentls.devtools.replay.command, not a real
 model). eglot_session.el is what the person does; this test judges its report, the file on
 disk and the server's log.

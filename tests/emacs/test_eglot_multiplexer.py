@@ -1,7 +1,7 @@
 """eglot runs one server per buffer and sends only that server's diagnostics with
 ``textDocument/codeAction``; AgentLS publishes none. Behind the LSP multiplexer
 rassumfrassum (``rass``, by eglot's author), eglot talks to ``ruff server`` and
-``agentls serve`` at once, as the README's eglot recipe sets it up: flymake shows ruff's
+``agentls serve`` at once, as docs/EDITORS.md's eglot recipe sets it up: flymake shows ruff's
 diagnostic, eglot's code action menu offers "AgentLS: Fix …" for it, and ``agentls.chat``
 reaches AgentLS through rass as well. Real Emacs 28 +
 eglot 1.9, real rass, real ruff, real ``agentls serve``; the model is the scripted one

@@ -61,7 +61,7 @@ def main(log_file: str | None = None, verbose: bool = False) -> int:
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     if sys.stdin.isatty():  # started by hand: say what it is waiting for
         print("agentls acp speaks the Agent Client Protocol on stdin/stdout: an editor starts "
-              "it (README: agentls acp). Waiting for a client; Ctrl-C quits.", file=sys.stderr,
+              "it (docs/ACP.md). Waiting for a client; Ctrl-C quits.", file=sys.stderr,
               flush=True)
     try:
         asyncio.run(serve())

@@ -1,4 +1,4 @@
-"""Exit codes of the `agentls` command (the README has the same table)."""
+"""Exit codes of the `agentls` command (docs/HEADLESS.md has the same table)."""
 
 OK = 0
 BACKEND_ERROR = 1  # the backend answered with an error

@@ -56,7 +56,7 @@ def build_parser(only: str | None = None, *, everything: bool = False) -> argpar
     parser.add_argument("--version", action="version", version=f"agentls {__version__}")
     parser.add_argument(
         "--completion", action=_PrintCompletion, choices=COMPLETION_SHELLS, metavar="SHELL",
-        help="print the completion script for bash, zsh or fish (see README: Terminal)",
+        help="print the completion script for bash, zsh or fish (see docs/HEADLESS.md)",
     )
     parser.add_argument(
         "-C", "--cwd", type=Path, default=None,

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, workspace: Path) -> int:
     settings = loaded.settings
     if not settings.mcp.servers:
         print("no MCP server is configured; add one with `agentls config set "
-              "mcp.servers.NAME.command PROGRAM` (README: Tools from MCP servers)",
+              "mcp.servers.NAME.command PROGRAM` (docs/MCP.md)",
               file=sys.stderr)
         return exitcodes.OK
     rows, tools = asyncio.run(_probe(settings, workspace, start=not args.no_start))

@@ -2,7 +2,7 @@
 
 The ``--json`` object (also ``result.json`` in the artifacts) is versioned by ``schema``; its
 keys are always present, with ``null`` or ``[]`` when they do not apply, so CI scripts can
-read it without checking for keys. README.md documents it.
+read it without checking for keys. docs/HEADLESS.md documents it.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ written to disk.
 
 The assistant's text streams to stdout; status, tool activity and retries go to stderr. The
 changes are written atomically at the end (all files or none), or only shown with
-``--dry-run``. README.md lists the options and exit codes.
+``--dry-run``. docs/HEADLESS.md lists the options and exit codes.
 """
 
 from __future__ import annotations

@@ -175,7 +175,7 @@ function M.check()
       else
         health.error(
           line .. (s.error and (": " .. tostring(s.error):sub(1, 400)) or ""),
-          { "Fix mcp.servers." .. s.name .. " (README: Tools from MCP servers), then :checkhealth agentls" }
+          { "Fix mcp.servers." .. s.name .. " (docs/MCP.md), then :checkhealth agentls" }
         )
       end
     end
