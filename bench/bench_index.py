@@ -141,7 +141,7 @@ def _cosine_figure(search: WorkspaceSearch, queries: list[str], chunks: int,
     tiled over all ``chunks`` so the index holds one per chunk without hours of embedding."""
     import numpy as np
 
-    from agentls.index import store
+    from agentls.index import db as store
     from agentls.index.embedding import StaticEmbedder
     from agentls.settings.config import user_cache_dir
 

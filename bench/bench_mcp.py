@@ -36,7 +36,7 @@ from agentls.settings.sandbox import SandboxSettings
 from agentls.tools.mcp.connection import McpConnection
 from agentls.tools.mcp.hub import McpHub, tool_defs
 from agentls.tools.mcp.launch import stdio_launch
-from agentls.tools.permissions import PermissionPolicy
+from agentls.tools.permission_gate import PermissionPolicy
 from agentls.tools.registry import ToolBox, ToolContext, ToolDef
 from agentls.workspace.fence import Workspace
 from bench.harness import Figure, median_ms

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from agentls.sandbox.bwrap import probe
-from agentls.tools.shell import command as shell
+from agentls.tools.shell import shell_exec as shell
 from agentls.tools.shell.sandboxed import ShellSandbox
 from agentls.workspace.fence import Workspace
 from agentls.workspace.overlay import ShadowWorkspace

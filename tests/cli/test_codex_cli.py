@@ -3,7 +3,8 @@ tests/agent_clis, installed by `make agent-clis`), offline: codex's own config p
 provider at the scripted model server (not a model), which speaks the Responses API codex
 requires (wire_api = "responses").
 
-What this proves of the adapter (llm/agent_cli/backends.py, llm/agent_cli/output.py): the command
+What this proves of the adapter (llm/agent_cli/backends.py, llm/agent_cli/parse_output.py): the
+command
 line
 the real binary accepts, the parse of what it prints (`codex exec --json`: agent messages,
 command executions, turn usage, errors), the files it writes itself reported from git (the

@@ -9,7 +9,7 @@ from typing import Any
 from agentls.engine.events import RecordingFrontend, ToolResultEvent
 from agentls.engine.loop.agent import RunRequest
 from agentls.sandbox.bwrap import SandboxSettings
-from agentls.tools.permissions import ApprovalRequest
+from agentls.tools.permission_gate import ApprovalRequest
 from agentls.workspace.fence import Workspace
 from tests.engine.conftest import Harness
 
@@ -332,7 +332,7 @@ async def test_session_on_an_unconfigured_backend_is_an_error_result(harness: Ha
 
 
 async def test_permissions_come_from_the_settings(harness: Harness) -> None:
-    from agentls.tools.permissions import PermissionPolicy
+    from agentls.tools.permission_gate import PermissionPolicy
 
     harness.agent.settings = harness.agent.settings.model_copy(
         update={"permissions": PermissionPolicy(tools={"read_file": "deny"})})

@@ -24,7 +24,7 @@ CHILD = textwrap.dedent('''
     from agentls.engine.events import RecordingFrontend
     from agentls.engine.sessions.store import SessionStore
     from agentls.llm.pool import BackendPool
-    from agentls.tools.permissions import PermissionPolicy
+    from agentls.tools.permission_gate import PermissionPolicy
     from agentls.workspace.fence import Workspace
 
     root, url, session_id = Path(sys.argv[1]), sys.argv[2], sys.argv[3]

@@ -15,7 +15,7 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import client_capabilities
 
 from agentls.devtools.replay.command import ReplayServer
-from agentls.engine import models
+from agentls.engine import model_choice as models
 from tests.lsp.conftest import AgentClient, initialize, options_for
 
 

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from acp.interfaces import Client
 
     from agentls.engine.command_runner import CommandRunner
-    from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
+    from agentls.tools.permission_gate import ApprovalAnswer, ApprovalRequest
     from agentls.workspace.fence import Workspace
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from typing import BinaryIO, cast
 from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES, AgentSideConnection
 from acp.interfaces import Agent
 
-from agentls.acp.agent import AgentLsAcp
+from agentls.acp.handlers import AgentLsAcp
 from agentls.acp.wire import LineTransport
 
 

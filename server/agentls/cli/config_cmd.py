@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentls.cli import exitcodes
-from agentls.settings import files as config_files
+from agentls.settings import config_files
 
 if TYPE_CHECKING:
     from agentls.settings import config

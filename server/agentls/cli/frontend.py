@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from agentls.cli.render import Renderer
 from agentls.engine.events import Event, ReasoningDelta
-from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
+from agentls.tools.permission_gate import ApprovalAnswer, ApprovalRequest
 
 if TYPE_CHECKING:  # rich is imported where a terminal is there to draw on
     from rich.console import Console

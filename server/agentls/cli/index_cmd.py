@@ -36,8 +36,8 @@ def _size(n: int) -> str:
 def open_index(command: str, workspace: Path) -> WorkspaceSearch | int:
     """The workspace's index for `agentls index` / `agentls search`, or the exit code after
     saying why it cannot be opened (a bad config, an unwritable index)."""
+    from agentls.index.db import IndexStoreError
     from agentls.index.from_settings import AUTO_HINT, open_search, provider_name
-    from agentls.index.store import IndexStoreError
     from agentls.settings import config
     from agentls.workspace.fence import Workspace
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from agentls.cli import exitcodes
-from agentls.settings import files as config_files
+from agentls.settings import config_files
 from agentls.settings import trust as workspace_trust
 
 HELP = "trust this project's .agentls/config.toml (its backend URL, sandbox and permissions)"

@@ -6,6 +6,6 @@ so none of them can start a program the sandbox did not wrap (a pyproject.toml c
 
 from __future__ import annotations
 
-from agentls.tools.shell.command import CommandRunner, ExternalRun, Launch
+from agentls.tools.shell.shell_exec import CommandRunner, ExternalRun, Launch
 
 __all__ = ["CommandRunner", "ExternalRun", "Launch"]

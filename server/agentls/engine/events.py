@@ -11,7 +11,7 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
-from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
+from agentls.tools.permission_gate import ApprovalAnswer, ApprovalRequest
 
 # The id of the tool call the current task runs (set by engine/loop/tool_dispatch.py), so what a
 # front-end lends a tool (the editor's terminal) can show up in that call.

@@ -32,7 +32,7 @@ from agentls.engine.events import (
     ToolResultEvent,
 )
 from agentls.llm.agent_cli.backends import CLI_KINDS, AgentCli, CliKind, FailureKind, adapter_for
-from agentls.llm.agent_cli.output import CliActivity
+from agentls.llm.agent_cli.parse_output import CliActivity
 from agentls.llm.messages import Usage
 from agentls.settings.config import BackendConfig, Settings
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from agentls.engine.events import Frontend, StatusEvent
 from agentls.settings.config import Settings
-from agentls.tools.permissions import PermissionPolicy
+from agentls.tools.permission_gate import PermissionPolicy
 from agentls.tools.registry import ToolDef
 from agentls.workspace.fence import Workspace
 

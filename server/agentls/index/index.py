@@ -18,8 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentls.index import store
-from agentls.index.changes import ChangeJournal
+from agentls.index import db as store
 from agentls.index.chunker import chunk_file
 from agentls.index.embedding import (
     Embedder,
@@ -27,6 +26,7 @@ from agentls.index.embedding import (
     embedding_input,
     quantize,
 )
+from agentls.index.journal import ChangeJournal
 from agentls.index.words import index_text, split_identifier
 from agentls.workspace.fence import Workspace
 

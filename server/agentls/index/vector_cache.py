@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentls.index import store
+from agentls.index import db as store
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from agentls.index.changes import Change
     from agentls.index.index import SemanticIndex
+    from agentls.index.journal import Change
 
 SPARE = 0.125  # rows allocated past the loaded ones, so appends rarely copy the matrix
 TOMBSTONE = -1

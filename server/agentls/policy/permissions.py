@@ -7,7 +7,7 @@ matched against word prefixes. A deny prefix anywhere refuses the whole command;
 command skips asking only when every part matches an allow prefix.
 
 A base module (no tool, no I/O): the settings embed the policy (config.py), the tools layer
-applies it (tools/permissions.py: asking the person, session grants, refusals), and
+applies it (tools/permission_gate.py: asking the person, session grants, refusals), and
 tools.permissions re-exports these names. Splitting a command line into its simple commands
 is ``shell_words.py``.
 """

@@ -297,7 +297,7 @@ def bwrap_argv(
     layers' upper and work folders are not used), for MCP servers. ``new_session=False``
     (only for a command AgentLS starts itself in a new session, with no terminal: nothing to
     inject keystrokes into) keeps the sandbox's pid 1 in AgentLS's process group for that
-    command, so the group's kill ends it (tools/shell/command.py)."""
+    command, so the group's kill ends it (tools/shell/shell_exec.py)."""
     argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try"]
     if not settings.network:

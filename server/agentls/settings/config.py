@@ -26,7 +26,7 @@ from agentls.policy import redaction
 # The settings are read, checked and written through this module; its parts live in
 # config_files (no pydantic: paths, TOML, dotted keys), config_models (the models) and
 # config_keys (the key index). Their names stay importable from here.
-from agentls.settings.files import (
+from agentls.settings.config_files import (
     APP_NAME,
     WORKSPACE_DIR,
     ConfigError,

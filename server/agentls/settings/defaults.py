@@ -5,7 +5,7 @@ The settings' defaults and each key's shape, for reading settings without pydant
 
 from typing import Any
 
-SOURCE_HASH = 'd38f2e4aab7bb1db09b661bbf3d59f67f694bb84b4643b49f9fd72f1e9e7a657'
+SOURCE_HASH = 'f6d7416ad5926ea665146a905f6c7d90fc4cfee636e3f50a32cfa6eba1730ddf'
 
 DEFAULTS: dict[str, Any] = {'backend': 'openai',
  'backends': {'openai': {'type': 'openai',

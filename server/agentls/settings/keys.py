@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, cast
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
-from agentls.settings.files import ConfigError
+from agentls.settings.config_files import ConfigError
 from agentls.settings.models import Settings
 
 

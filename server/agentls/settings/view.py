@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentls.settings import defaults as config_defaults
-from agentls.settings.files import (
+from agentls.settings.config_files import (
     Layer,
     deep_merge,
     env_settings,

@@ -17,7 +17,7 @@ from agentls.tools import files
 from agentls.tools.git import read as git
 from agentls.tools.output import fail
 from agentls.tools.search import text as search
-from agentls.tools.shell import command as shell
+from agentls.tools.shell import shell_exec as shell
 from agentls.tools.tool_context import Runner, ToolContext
 from agentls.workspace.fence import Workspace
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentls.tools import tool_schemas
 from agentls.tools.output import fail, to_json
-from agentls.tools.permissions import Decision, check, rejection
+from agentls.tools.permission_gate import Decision, check, rejection
 from agentls.tools.tool_context import Runner as Runner
 from agentls.tools.tool_context import ToolContext as ToolContext
 from agentls.workspace.fence import FenceError
@@ -163,7 +163,7 @@ def params_of(tool: ToolDef) -> type[BaseModel]:
 
 
 # tool_schemas.SOURCE_HASH is the hash of these, in this order (devtools/tool_schema_table.py).
-SCHEMA_SOURCES = ("builtin.py", "files.py", "search/text.py", "shell/command.py", "git/read.py")
+SCHEMA_SOURCES = ("builtin.py", "files.py", "search/text.py", "shell/shell_exec.py", "git/read.py")
 
 
 @functools.cache

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentls.tools.output import DEFAULT_RESULT_LIMIT, DEFAULT_SHELL_OUTPUT_LIMIT
-from agentls.tools.permissions import Confirm, PermissionPolicy, SessionGrants
+from agentls.tools.permission_gate import Confirm, PermissionPolicy, SessionGrants
 from agentls.tools.shell.sandboxed import ShellSandbox
 from agentls.workspace.fence import Workspace
 

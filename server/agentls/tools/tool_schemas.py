@@ -6,7 +6,7 @@ The built-in tools' JSON Schemas as sent to the model, so the first request need
 
 from typing import Any
 
-SOURCE_HASH = '0de4c83583c7b85ac68ded74b84a651ea1a0c7cedfd26904c2dc0f5d57be9f30'
+SOURCE_HASH = '2d3bcfc84a3a83fa8cae495214d202e172745672c47cbe9d480e7517d54f2031'
 
 SCHEMAS: dict[str, dict[str, Any]] = {'list_files': {'properties': {'path': {'default': '.',
                                         'description': 'Folder to list.',

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agentls.index import store
+from agentls.index import db as store
 from agentls.index.embedding import EmbeddingError, normalise
 from agentls.index.index import SemanticIndex
 from agentls.index.service import WorkspaceSearch

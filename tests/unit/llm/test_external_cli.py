@@ -19,7 +19,7 @@ from agentls.llm.agent_cli.backends import (
     child_environment,
     installed_unsupported,
 )
-from agentls.llm.agent_cli.output import CliActivity
+from agentls.llm.agent_cli.parse_output import CliActivity
 from agentls.llm.messages import Usage
 
 PLANTED = "sk-planted-secret-0123456789abcdef"

@@ -18,7 +18,7 @@ from agentls.devtools import config_table
 from agentls.settings import config
 from agentls.settings import defaults as config_defaults
 from agentls.settings import view as config_view
-from agentls.settings.files import set_dotted
+from agentls.settings.config_files import set_dotted
 
 PACKAGE = Path(config_defaults.__file__).resolve().parent.parent  # agentls/
 

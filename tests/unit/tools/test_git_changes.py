@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentls.tools.git.changes import branch_changes, staged_changes
+from agentls.tools.git.branch_changes import branch_changes, staged_changes
 from agentls.tools.git.read import GitError
 
 

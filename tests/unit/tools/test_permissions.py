@@ -1,4 +1,4 @@
-"""Tests for server/agentls/tools/permissions.py: the policy, shell command judging, asking."""
+"""Tests for server/agentls/tools/permission_gate.py: the policy, shell command judging, asking."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from agentls.tools.permissions import (
+from agentls.tools.permission_gate import (
     ARITHMETIC,
     DEFAULT_TOOL_PERMISSIONS,
     ApprovalAnswer,

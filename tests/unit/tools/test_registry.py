@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentls.sandbox.bwrap import SandboxSettings
-from agentls.tools.permissions import ApprovalRequest, PermissionPolicy
+from agentls.tools.permission_gate import ApprovalRequest, PermissionPolicy
 from agentls.tools.registry import (
     DEFAULT_TOOLS,
     ToolBox,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from agentls.sandbox.bwrap import UNAVAILABLE_SWITCH, SandboxSettings, probe
-from agentls.tools.permissions import PermissionPolicy, check
+from agentls.tools.permission_gate import PermissionPolicy, check
 from agentls.tools.shell.sandboxed import ShellSandbox
 from agentls.workspace.fence import Workspace
 

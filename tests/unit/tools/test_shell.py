@@ -1,4 +1,4 @@
-"""Tests for server/agentls/tools/shell/command.py: real subprocesses in a real workspace."""
+"""Tests for server/agentls/tools/shell/shell_exec.py: real subprocesses in a real workspace."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentls.tools.shell.command import scrubbed_environment, shell_exec
+from agentls.tools.shell.shell_exec import scrubbed_environment, shell_exec
 from agentls.workspace.fence import Workspace
 
 

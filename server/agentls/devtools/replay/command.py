@@ -169,11 +169,11 @@ from agentls.devtools.replay.script import ScriptedToolCall as ScriptedToolCall
 from agentls.devtools.replay.script import Step as Step
 from agentls.devtools.replay.script import StepMatch as StepMatch
 from agentls.devtools.replay.script import TextPattern as TextPattern
-from agentls.devtools.replay.server import ReplayServer
-from agentls.devtools.replay.tokens import (
+from agentls.devtools.replay.scripted_server import ReplayServer
+from agentls.devtools.replay.usage import (
     DEFAULT_EMBEDDING_DIMENSIONS as DEFAULT_EMBEDDING_DIMENSIONS,
 )
-from agentls.devtools.replay.tokens import (
+from agentls.devtools.replay.usage import (
     count_completion_tokens,
     count_prompt_tokens,
     count_tokens,

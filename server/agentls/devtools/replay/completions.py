@@ -12,7 +12,7 @@ from typing import Any
 
 from agentls.devtools.replay.requests import ChatView, CompletionView
 from agentls.devtools.replay.script import Script, Step
-from agentls.devtools.replay.tokens import TOKEN, count_tokens
+from agentls.devtools.replay.usage import TOKEN, count_tokens
 from agentls.devtools.replay.wire import (
     Answer,
     StreamAnswer,
@@ -48,7 +48,7 @@ def completion_answer(script: Script, body: Mapping[str, Any], select: Select,
     assert step.reply is not None
     source = step.reply.text
     if step.reply.rewrite:
-        from agentls.devtools.replay.next_edit import rewritten_excerpt
+        from agentls.devtools.replay.next_edit_replies import rewritten_excerpt
 
         source = rewritten_excerpt(view.prompt, step.reply.rewrite)
     text, finish = completion_text(source, body)

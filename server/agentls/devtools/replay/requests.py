@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentls.devtools.replay.script import StepMatch
-from agentls.devtools.replay.tokens import content_text
+from agentls.devtools.replay.usage import content_text
 
 
 @dataclass(frozen=True)

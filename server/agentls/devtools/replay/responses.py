@@ -23,7 +23,7 @@ from typing import Any
 from agentls.devtools.replay.completions import Select
 from agentls.devtools.replay.requests import ChatView
 from agentls.devtools.replay.script import Reply, Script
-from agentls.devtools.replay.tokens import (
+from agentls.devtools.replay.usage import (
     content_text,
     count_completion_tokens,
     count_prompt_tokens,

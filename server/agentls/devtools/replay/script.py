@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 import yaml
 
-from agentls.devtools.replay.tokens import DEFAULT_EMBEDDING_DIMENSIONS
+from agentls.devtools.replay.usage import DEFAULT_EMBEDDING_DIMENSIONS
 
 DEFAULT_MODEL = "scripted-model"
 FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
@@ -90,7 +90,7 @@ class Reply:
     done_marker: bool = True  # false: no "data: [DONE]" after the last chunk
     text_tool_calls: str = ""  # the calls written in the text: hermes, mistral, json, fenced
     # Next-edit answers: the prompt's editable region rewritten with these (old, new)
-    # replacements, in Zeta's answer format (devtools/replay/next_edit.py).
+    # replacements, in Zeta's answer format (devtools/replay/next_edit_replies.py).
     rewrite: tuple[tuple[str, str], ...] = ()
 
 

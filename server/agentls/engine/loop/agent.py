@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentls.engine import models, modes, review_notes
+from agentls.engine import model_choice as models
+from agentls.engine import modes, review_notes
 from agentls.engine.events import (
     DoneEvent,
     ErrorEvent,
@@ -71,7 +72,7 @@ from agentls.llm.backend import Backend, BackendError, RetryNotice
 from agentls.llm.messages import ChatRequest, ChatResponse, Message, ToolSpec, Usage
 from agentls.llm.rehearsal import rehearse
 from agentls.settings.config import Settings
-from agentls.tools.permissions import PermissionPolicy
+from agentls.tools.permission_gate import PermissionPolicy
 from agentls.tools.registry import DEFAULT_TOOLS, ToolBox, ToolContext, ToolDef, prepare_schemas
 from agentls.tools.shell.sandboxed import ShellSandbox
 from agentls.workspace.changeset import ChangeSet, FileDiff

@@ -25,7 +25,7 @@ from agentls.engine.loop.turns import RunState, append_message
 from agentls.engine.sessions.store import SessionStore
 from agentls.llm.messages import Message, ToolCall, ToolSpec
 from agentls.tools.output import fail, ok, to_json
-from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
+from agentls.tools.permission_gate import ApprovalAnswer, ApprovalRequest
 from agentls.tools.registry import ToolBox, ToolOutcome
 
 ASK_USER = "ask_user"

@@ -17,7 +17,7 @@ from agentls.engine.prompt import levels as context
 from agentls.engine.sessions.store import SessionInfo, SessionStore, StoredMessage
 from agentls.llm.messages import Message, ToolCall, Usage
 from agentls.tools.output import fail, to_json
-from agentls.tools.permissions import SessionGrants
+from agentls.tools.permission_gate import SessionGrants
 from agentls.tools.shell.sandboxed import ShellSandbox
 from agentls.workspace.changeset import ChangeSummary, FileDiff
 from agentls.workspace.fence import Workspace

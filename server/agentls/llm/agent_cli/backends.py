@@ -61,7 +61,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agentls.llm.agent_cli.output import (
+from agentls.llm.agent_cli.parse_output import (
     ActivityCallback,
     ClaudeOutput,
     CliOutput,

@@ -16,7 +16,7 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agentls.llm.agent_cli.output import CliOutput
+from agentls.llm.agent_cli.parse_output import CliOutput
 
 _STDOUT_LINE_LIMIT = 32 * 1024 * 1024  # a command's whole output can sit in one JSONL line
 _STDERR_TAIL = 16 * 1024

@@ -158,7 +158,8 @@ async def run_chat(ls: ServerContext, params: ChatParams,
 async def _apply_options(ls: ServerContext, host: EngineHost, params: ChatParams) -> str:
     """The session of a chat that names a model or mode: switched to them (created first
     when the chat starts a new session)."""
-    from agentls.engine import models, modes
+    from agentls.engine import model_choice as models
+    from agentls.engine import modes
     from agentls.engine.sessions.store import SessionNotFound, title_from
 
     settings = host.agent.settings

@@ -12,7 +12,7 @@
 - ``agentls/mentions`` completes ``#file:``, ``#buffer``, ``@symbol``...
 (engine/prompt/mentions.py).
 
-The engine does the work (engine/models.py, modes.py); this module parses and answers.
+The engine does the work (engine/model_choice.py, modes.py); this module parses and answers.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ def _session(host: EngineHost, session_id: str) -> SessionInfo:
 
 
 def _options(host: EngineHost, info: SessionInfo, message: str) -> dict[str, Any]:
-    from agentls.engine import models, modes
+    from agentls.engine import model_choice as models
+    from agentls.engine import modes
 
     config = host.agent.settings.backends.get(info.backend)
     running = host.agent.queue.busy(info.id)
@@ -52,7 +53,8 @@ def _options(host: EngineHost, info: SessionInfo, message: str) -> dict[str, Any
 
 
 async def models_request(ls: ServerContext, params: Any) -> dict[str, Any]:
-    from agentls.engine import models, modes
+    from agentls.engine import model_choice as models
+    from agentls.engine import modes
 
     session_id, probe = protocol.parse_models_params(params)
     host = await ls.engine()
@@ -69,7 +71,7 @@ async def models_request(ls: ServerContext, params: Any) -> dict[str, Any]:
 
 
 async def set_model(ls: ServerContext, params: Any) -> dict[str, Any]:
-    from agentls.engine import models
+    from agentls.engine import model_choice as models
 
     session_id, model, backend = protocol.parse_session_option(params, protocol.SET_MODEL,
                                                                "model")

@@ -95,7 +95,7 @@ def _visible(ls: ServerContext) -> Callable[[Path], bool]:
 
 async def commit_message_command(ls: ServerContext, arguments: list[Any]) -> str:
     from agentls.engine.prompt.git_prompts import commit_message_messages, repair_commit_message
-    from agentls.tools.git.changes import staged_changes
+    from agentls.tools.git.branch_changes import staged_changes
 
     root = _root(ls, _options(arguments, CMD_COMMIT_MESSAGE, ("root",)))
 
@@ -110,7 +110,7 @@ async def commit_message_command(ls: ServerContext, arguments: list[Any]) -> str
 
 async def pr_description_command(ls: ServerContext, arguments: list[Any]) -> str:
     from agentls.engine.prompt.git_prompts import pr_description_messages, repair_pr_description
-    from agentls.tools.git.changes import branch_changes
+    from agentls.tools.git.branch_changes import branch_changes
 
     options = _options(arguments, CMD_PR_DESCRIPTION, ("root", "base"))
     root = _root(ls, options)

@@ -21,7 +21,7 @@ from lsprotocol import types as lsp
 
 if TYPE_CHECKING:
     from agentls.lsp.services.server_context import ServerContext
-    from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
+    from agentls.tools.permission_gate import ApprovalAnswer, ApprovalRequest
 
 log = logging.getLogger(__name__)
 

@@ -195,7 +195,9 @@ def _first_lines(message: str) -> str:
 async def fetch_client_section(ls: ServerContext) -> dict[str, Any]:
     """initializationOptions, with ``workspace/configuration`` (or the last pushed settings)
     on top."""
-    from agentls.settings.files import deep_merge  # light: agentls.settings.config imports pydantic
+    from agentls.settings.config_files import (
+        deep_merge,  # light: agentls.settings.config imports pydantic
+    )
 
     merged: dict[str, Any] = dict(_as_dict(ls.initialization_options))
     merged.pop(WORKSPACE_TRUSTED, None)  # the editor's word on trust, not a setting

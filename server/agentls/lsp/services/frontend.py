@@ -28,7 +28,7 @@ from agentls.lsp.services.protocol import CHAT_EVENT, chat_event
 if TYPE_CHECKING:
     from agentls.lsp.services.server_context import ServerContext
     from agentls.lsp.services.work_done import RunProgress
-    from agentls.tools.permissions import ApprovalAnswer, ApprovalRequest
+    from agentls.tools.permission_gate import ApprovalAnswer, ApprovalRequest
 
 
 class LspFrontend:

@@ -2,7 +2,7 @@
 
 `agentls run` starts the git commands of the project facts as soon as it knows the
 workspace: on a 20,000-file repository `git status` reads the work tree for ~40 ms, which
-then passes on another core while Python imports the engine. ``tools/git/run.py`` takes a
+then passes on another core while Python imports the engine. ``tools/git/runner.py`` takes a
 started command's output once, when it would otherwise spawn the very same command; a
 command nobody takes within ``PREFETCH_TTL_S`` is discarded (the tree may have changed
 since), and any left at exit are killed.

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentls.tools.git.run import GIT_TIMEOUT_SECONDS as GIT_TIMEOUT_SECONDS
-from agentls.tools.git.run import GitError as GitError
-from agentls.tools.git.run import run_git as _run_git
+from agentls.tools.git.runner import GIT_TIMEOUT_SECONDS as GIT_TIMEOUT_SECONDS
+from agentls.tools.git.runner import GitError as GitError
+from agentls.tools.git.runner import run_git as _run_git
 from agentls.tools.output import fail, ok
 from agentls.workspace.fence import FenceError
 

@@ -3,7 +3,7 @@
 ``ShellSandbox`` lives as long as a session: it knows the sandbox settings, whether a
 sandbox can run here, the session's scratch layer, and whether the person has been warned
 that commands run unsandboxed. Per command: rebuild the pending layer from the ChangeSet,
-run the command under bwrap (``agentls.tools.shell.command`` does the process handling, or the
+run the command under bwrap (``agentls.tools.shell.shell_exec`` does the process handling, or the
 ``runner`` a front-end gives: the editor's terminal runs the very same argv), then fold its
 writes into the ChangeSet. The permission side (``shell_mode``) tells the policy whether
 a command is sandboxed, so it can run without asking.
@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from agentls.settings.sandbox import SandboxSettings
 from agentls.tools.output import fail
-from agentls.tools.permissions import ShellMode, ShellState
+from agentls.tools.permission_gate import ShellMode, ShellState
 
 if TYPE_CHECKING:
     # The process handling, the overlay and bwrap's arguments load with the first command
     # (or the first question whether one can be sandboxed): a session is made, and its
     # first model request sent, before any of them is needed (issue 27).
     from agentls.sandbox.bwrap import SandboxStatus
-    from agentls.tools.shell.command import CommandRunner
+    from agentls.tools.shell.shell_exec import CommandRunner
     from agentls.workspace.fence import Workspace
     from agentls.workspace.overlay import ShadowWorkspace
 
@@ -115,7 +115,7 @@ class ShellSandbox:
             return fail("SANDBOX_UNAVAILABLE", f"Commands cannot run: sandbox.mode is "
                         f"'required' and no sandbox can run here ({status.detail}). Do the "
                         f"task without running commands, or tell the person: {status.fix}.")
-        from agentls.tools.shell import command as shell
+        from agentls.tools.shell import shell_exec as shell
 
         if mode.state != "sandboxed":
             result = await shell.shell_exec(ws, command, cwd, timeout, api_key_env=api_key_env,
@@ -132,7 +132,7 @@ class ShellSandbox:
                              timeout: float, api_key_env: str, output_limit: int
                              ) -> dict[str, Any]:
         from agentls.sandbox.bwrap import bwrap_argv, home_dirs, sandbox_environment
-        from agentls.tools.shell import command as shell
+        from agentls.tools.shell import shell_exec as shell
 
         shadow = self.shadow(ws)
         await asyncio.to_thread(shadow.materialise)

@@ -14,7 +14,7 @@ from agentls.sandbox.bwrap import probe
 from agentls.settings.mcp import McpConfig, McpServerConfig
 from agentls.settings.sandbox import SandboxSettings
 from agentls.tools.mcp.hub import CALL_TOOL, FIND_TOOLS, McpHub, tool_defs
-from agentls.tools.permissions import ApprovalRequest, PermissionPolicy
+from agentls.tools.permission_gate import ApprovalRequest, PermissionPolicy
 from agentls.tools.registry import DEFAULT_TOOLS, ToolBox, ToolContext, ToolDef
 from agentls.workspace.fence import Workspace
 

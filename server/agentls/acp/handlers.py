@@ -204,7 +204,7 @@ class AgentLsAcp:
         return SetSessionConfigOptionResponse(config_options=options)
 
     async def _set_model(self, session: AcpSession, backend: str) -> None:
-        from agentls.engine.models import set_session_model
+        from agentls.engine.model_choice import set_session_model
 
         backends = session_options.model_servers(session.host.agent.settings)
         if backend not in backends:

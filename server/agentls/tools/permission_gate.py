@@ -2,7 +2,7 @@
 
 The policy itself (which calls are allowed, how a shell command is judged) is
 agentls/policy/permissions.py, a base module the settings embed; its names are re-exported
-here so ``from agentls.tools.permissions import PermissionPolicy`` keeps working.
+here so ``from agentls.tools.permission_gate import PermissionPolicy`` keeps working.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from agentls.devtools.replay.requests import (
 )
 from agentls.devtools.replay.responses import responses_answer
 from agentls.devtools.replay.script import Reply, Script, Step, load_script
-from agentls.devtools.replay.tokens import (
+from agentls.devtools.replay.usage import (
     count_completion_tokens,
     count_prompt_tokens,
     count_tokens,
@@ -329,7 +329,7 @@ class ReplayServer:
         assert step.reply is not None  # validated on load: a step has a reply or an error
         reply = step.reply
         if reply.rewrite:
-            from agentls.devtools.replay.next_edit import rewritten_excerpt
+            from agentls.devtools.replay.next_edit_replies import rewritten_excerpt
 
             reply = dataclasses.replace(reply, text=rewritten_excerpt(view.user,
                                                                       reply.rewrite))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentls.tools.git.read import GitError, parse_name_status
-from agentls.tools.git.run import run_git as _run_git
+from agentls.tools.git.runner import run_git as _run_git
 
 BASE_CANDIDATES = ("origin/HEAD", "origin/main", "origin/master", "main", "master")
 MAX_COMMITS = 100
