@@ -5,7 +5,7 @@ the same size as AgentLS's, whole lines, streamed through the ``openai`` client)
 returning the text. No caches, no cleaning, no cancellation: the plainest server that does
 the job, sending the same request.
 
-``python -m bench.bare_fim_server BASE_URL MODEL PREFIX_CHARS SUFFIX_CHARS``
+``python -m bench.bare_fim_server BASE_URL MODEL PREFIX_CHARS SUFFIX_CHARS [MAX_TOKENS]``
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pygls.lsp.server import LanguageServer
 server = LanguageServer("bare-fim", "0")
 BASE_URL, MODEL = sys.argv[1], sys.argv[2]
 PREFIX_CHARS, SUFFIX_CHARS = int(sys.argv[3]), int(sys.argv[4])
+MAX_TOKENS = int(sys.argv[5]) if len(sys.argv) > 5 else 128
 client = openai.AsyncOpenAI(base_url=BASE_URL, api_key="none", max_retries=0)
 
 
@@ -34,7 +35,7 @@ async def inline_completion(params: lsp.InlineCompletionParams) -> lsp.InlineCom
     if end < len(text):
         end = text.rfind("\n", offset, end) + 1 or end
     stream = await client.completions.create(model=MODEL, prompt=text[start:offset],
-                                             suffix=text[offset:end], max_tokens=128,
+                                             suffix=text[offset:end], max_tokens=MAX_TOKENS,
                                              temperature=0.1, stream=True)
     pieces = [choice.text async for chunk in stream for choice in chunk.choices]
     return lsp.InlineCompletionList(items=[lsp.InlineCompletionItem(

@@ -16,7 +16,7 @@ from rich.table import Table
 from bench.harness import Figure
 
 SUITES = ["bench.bench_llm", "bench.bench_tools", "bench.bench_engine", "bench.bench_lsp",
-          "bench.bench_completion",
+          "bench.bench_completion", "bench.bench_next_edit",
           "bench.bench_request", "bench.bench_cli", "bench.bench_sandbox",
           "bench.bench_vscode", "bench.bench_index", "bench.bench_history",
           "bench.bench_acp", "bench.bench_nvim_review", "bench.bench_mcp"]

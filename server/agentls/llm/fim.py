@@ -73,10 +73,12 @@ class FimClient:
             timeout=httpx2.Timeout(timeout, connect=min(timeout, 2.0)),
             http_client=http_client or openai.DefaultAsyncHttpxClient(verify=tls.context()))
 
-    async def stream(self, request: FimRequest) -> AsyncGenerator[str, None]:
+    async def stream(self, request: FimRequest, finish: list[str] | None = None
+                     ) -> AsyncGenerator[str, None]:
         """The completion's text pieces; raises ``BackendError`` (``SuffixRefused`` when the
         server refuses ``suffix``). Stop the iteration (or cancel its task) to close the
-        stream: the model server sees the connection end."""
+        stream: the model server sees the connection end. ``finish`` gets the finish reason
+        (``stop``, ``length``) when the server sends one."""
         stop = list(request.stop)[:MAX_SERVER_STOPS] or None
         try:
             if request.mode == "chat":
@@ -88,6 +90,8 @@ class FimClient:
                 async with chat:
                     async for chunk in chat:
                         for choice in chunk.choices:
+                            if choice.finish_reason and finish is not None:
+                                finish.append(choice.finish_reason)
                             if choice.delta is not None and choice.delta.content:
                                 yield choice.delta.content
                 return
@@ -101,6 +105,8 @@ class FimClient:
             async with completions:
                 async for piece in completions:
                     for choice in piece.choices:
+                        if choice.finish_reason and finish is not None:
+                            finish.append(choice.finish_reason)
                         if choice.text:
                             yield choice.text
         except (openai.APIError, httpx2.HTTPError) as exc:

@@ -139,12 +139,15 @@ class ScriptedClient:
         self.requests: list[Any] = []
         self.closed = 0
 
-    async def stream(self, request: Any) -> AsyncGenerator[str, None]:
+    async def stream(self, request: Any, finish: list[str] | None = None
+                     ) -> AsyncGenerator[str, None]:
         self.requests.append(request)
         try:
             for i in range(0, len(self.answer), 8):
                 await asyncio.sleep(self.delay)
                 yield self.answer[i:i + 8]
+            if finish is not None:
+                finish.append("stop")
         finally:
             self.closed += 1
 
@@ -181,3 +184,15 @@ async def test_an_answer_for_a_version_gone_is_dropped() -> None:
     suggestion = await predictor.suggest(NextEditRequest("u", "f.py", 1, text, 11),
                                          lambda: next(versions))
     assert suggestion is None and predictor.counters.stale == 1
+
+
+async def test_a_server_that_stops_at_the_end_marker() -> None:
+    """`stop` = the end marker: the server ends the stream before it (finish "stop")."""
+    text = "def f(total):\n    return count\n"
+    whole = rewrite_of(text, 11, "count", "total")
+    client = ScriptedClient(whole.split("<|editable_region_end|>")[0])
+    predictor = NextEditPredictor()
+    predictor.configure(NextEditConfig(model="m", debounce_ms=0), client, "m")  # type: ignore[arg-type]
+    suggestion = await predictor.suggest(NextEditRequest("u", "f.py", 1, text, 11), lambda: 1)
+    assert suggestion is not None and suggestion.text == "total"
+    assert client.requests[0].stop == ("<|editable_region_end|>",)

@@ -88,9 +88,19 @@ def line_diff(path: str, old: str, new: str) -> tuple[str, int] | None:
     old_end = len(old) if old_end < 0 else old_end
     new_end = len(new) if new_end < 0 else new_end
     first = old.count("\n", 0, start)
-    before = old[:start].rsplit("\n", CONTEXT_LINES + 1)[-CONTEXT_LINES - 1:-1] if start else []
-    after = old[old_end + 1:].split("\n", CONTEXT_LINES)[:CONTEXT_LINES] if old_end < len(
-        old) else []
+    before_start = start
+    for _ in range(CONTEXT_LINES):  # the context lines, found without copying the text
+        if before_start == 0:
+            break
+        before_start = old.rfind("\n", 0, before_start - 1) + 1
+    before = old[before_start:start].split("\n")[:-1]
+    after_end = old_end
+    for _ in range(CONTEXT_LINES):
+        if after_end >= len(old):
+            break
+        following = old.find("\n", after_end + 1)
+        after_end = len(old) if following < 0 else following
+    after = old[old_end + 1:after_end].split("\n") if after_end > old_end else []
     removed = old[start:old_end].split("\n")
     added = new[start:new_end].split("\n")
     if old[start:old_end] == "" and len(old) == start:

@@ -26,6 +26,7 @@ from typing import Literal
 from agentls.engine.next_edit.history import Edit
 from agentls.engine.next_edit.hunks import Hunk, hunks
 from agentls.engine.next_edit.prompts import (
+    REGION_END,
     OutsideRegion,
     Prompt,
     Unreadable,
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 Status = Literal["idle", "waiting", "off", "error"]
 Outcome = Literal["shown", "accepted", "rejected", "ignored"]
 WAITING_AFTER_S = 0.3
+IDLE_AFTER_S = 0.01
 OUTCOMES_KEPT = 32
 REJECTED_IN_PROMPT = 4
 
@@ -121,6 +123,7 @@ class NextEditPredictor:
         self._slots: dict[str, _Slot] = {}
         self._shown: dict[str, Suggestion] = {}  # by id: offered, outcome not known yet
         self._ids = itertools.count(1)
+        self._closing: set[asyncio.Future[None]] = set()  # model streams being closed
         self._on_status = on_status
 
     # --- settings and status ----------------------------------------------------------------
@@ -328,7 +331,8 @@ class NextEditPredictor:
             return None
         finally:
             waiting.cancel()
-        self._set_status("idle", "")
+        if self.status != "idle":  # told after the answer has gone: it is what the person waits for
+            loop.call_later(IDLE_AFTER_S, self._set_status, "idle", "")
         return answer
 
     def _waiting(self) -> None:
@@ -338,24 +342,38 @@ class NextEditPredictor:
     async def _stream(self, prompt: Prompt) -> str:
         assert self.client is not None
         config = self.config
+        # Stopped at the region's end by the server (the model need not echo the context
+        # below, and the connection is kept for the next request); read up to it here too,
+        # for a server that ignores `stop`.
         request = FimRequest(model=self.model, mode="template" if prompt.format == "zeta"
                              else "chat", prompt=prompt.text, system=prompt.system,
-                             max_tokens=config.max_tokens, temperature=config.temperature)
+                             max_tokens=config.max_tokens, temperature=config.temperature,
+                             stop=(REGION_END,))
+        finish: list[str] = []
         self.counters.model_requests += 1
         self.counters.sent_at.append(time.perf_counter())
         if len(self.counters.sent_at) > 4096:
             del self.counters.sent_at[:2048]
         received: list[str] = []
         tail = ""
-        stream = self.client.stream(request)
+        stream = self.client.stream(request, finish)
+        ended = False
         try:
             async for piece in stream:
                 received.append(piece)
                 tail = (tail + piece)[-(len(piece) + 64):]
                 if region_ended(tail):
+                    ended = True
                     break  # the region is written: the rest is context the model echoes
-        finally:
+        except BaseException:
             await stream.aclose()  # closes the HTTP response now: the model stops
+            raise
+        if ended:  # closed beside the answer, not before it: the region is all it needs
+            closing = asyncio.ensure_future(stream.aclose())
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+        elif finish[-1:] == ["stop"]:  # the server stopped at the region's end marker
+            received.append(REGION_END)
         self.counters.answered_at.append(time.perf_counter())
         if len(self.counters.answered_at) > 4096:
             del self.counters.answered_at[:2048]
