@@ -33,7 +33,7 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
 
-from agentls.devtools.replay import ReplayServer
+from agentls.devtools.replay.command import ReplayServer
 from bench.bench_completion import _cpu_seconds, _ended_after
 from bench.bench_lsp import OURS, start, stop
 from bench.harness import Figure, ms
