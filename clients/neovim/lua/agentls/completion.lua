@@ -2,7 +2,7 @@
 -- textDocument/inlineCompletion. Neovim 0.12+ has vim.lsp.inline_completion, which is used
 -- there (not tested here: the tests run 0.11); before it, this module draws the ghost text
 -- itself with extmarks and maps the accept / accept word / accept line / dismiss keys.
-local config = require("agentls.settings.config")
+local config = require("agentls.config")
 
 local M = {}
 

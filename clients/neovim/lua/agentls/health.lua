@@ -57,7 +57,7 @@ end
 function M.check_backend(health, opts)
   local clients = vim.lsp.get_clients({ name = "agentls" })
   local cwd = clients[1] and clients[1].root_dir or vim.fn.getcwd()
-  local argv = require("agentls.settings.config").server_cmd(opts)
+  local argv = require("agentls.config").server_cmd(opts)
   argv[#argv] = "backends" -- the server command, `serve` replaced
   table.insert(argv, "--json")
   local result = run(argv, 30000, M.settings_env(opts.settings), cwd)
@@ -121,7 +121,7 @@ end
 
 function M.check()
   local health = vim.health
-  local config = require("agentls.settings.config")
+  local config = require("agentls.config")
   local opts = config.options
   health.start("AgentLS")
 

@@ -2,7 +2,7 @@
 -- it touches (created / deleted / renamed marked) and applied only when the person says so.
 -- The answer is the truth: rejected, stale (the buffer changed since the server made the
 -- edit) or failed all answer applied = false with the reason.
-local config = require("agentls.settings.config")
+local config = require("agentls.config")
 local util = vim.lsp.util
 
 local M = {}

@@ -1,7 +1,7 @@
 -- A turn: the person's prompt sent as agentls/chat, its agentls/chatEvent stream written
 -- into the transcript as it happens, and :AgentCancel.
 local chat = require("agentls.chat.state")
-local config = require("agentls.settings.config")
+local config = require("agentls.config")
 local mentions = require("agentls.mentions")
 local render = require("agentls.chat.render")
 local transcript = require("agentls.chat.transcript")

@@ -1,7 +1,7 @@
 -- The chat buffer and its window: a plain markdown buffer (buftype=nofile) with the prompt
 -- separator and the chat's keys, shown in a split, a vsplit or a tab (chat.layout).
 local chat = require("agentls.chat.state")
-local config = require("agentls.settings.config")
+local config = require("agentls.config")
 local transcript = require("agentls.chat.transcript")
 local winbar = require("agentls.chat.winbar")
 

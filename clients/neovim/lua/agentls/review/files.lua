@@ -1,7 +1,7 @@
 -- The files of a review: their buffers loaded and the proposed text put in (an update's
 -- hunks, a created file's scratch buffer), each file's state, the decisions on created,
 -- deleted and renamed files, what is written at the end, and the summary of what was kept.
-local config = require("agentls.settings.config")
+local config = require("agentls.config")
 local hunks = require("agentls.review.hunks")
 local util = vim.lsp.util
 

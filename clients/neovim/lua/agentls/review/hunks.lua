@@ -1,7 +1,7 @@
 -- The hunks of a reviewed buffer: the line diff between the old and the proposed text, each
 -- hunk drawn with extmarks (added lines highlighted with `+` signs, removed lines as virtual
 -- lines above them), found again after the person edited around it, and kept or rejected.
-local config = require("agentls.settings.config")
+local config = require("agentls.config")
 
 local M = {}
 

@@ -6,7 +6,7 @@
 -- the buffers' text (flushed to the server before the answer) says exactly which hunks
 -- landed. The parts: review/hunks.lua (diff and drawing), review/files.lua (the files and
 -- what is written), review/list.lua (the review list), review/navigate.lua (moving around).
-local config = require("agentls.settings.config")
+local config = require("agentls.config")
 local files = require("agentls.review.files")
 local hunks = require("agentls.review.hunks")
 local list = require("agentls.review.list")

@@ -1,6 +1,6 @@
 -- The review list: a small buffer (filetype `agentls-review`) with a line for every file of
 -- the review and every hunk, each with its state, kept up to date as the person decides.
-local config = require("agentls.settings.config")
+local config = require("agentls.config")
 local files = require("agentls.review.files")
 local hunks = require("agentls.review.hunks")
 
