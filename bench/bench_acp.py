@@ -36,7 +36,7 @@ COLD_ROUNDS = 9
 TTFT_S = 0.15
 FIRST_CHUNK_GOAL_MS = 5.0
 COLD_GOAL = 1.3
-AGENTLS = [sys.executable, "-m", "agentls"]
+AGENTLS = [sys.executable, "-P", "-m", "agentls"]
 AGENTS_ACP = [*AGENTLS, "acp"]
 
 

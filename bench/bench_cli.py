@@ -31,7 +31,7 @@ from agentls.devtools.replay.command import ReplayServer
 from bench.harness import Figure, ms
 
 REPO = Path(__file__).resolve().parents[1]
-AGENTLS = [sys.executable, "-m", "agentls"]
+AGENTLS = [sys.executable, "-P", "-m", "agentls"]
 FLOOR = [sys.executable, "-c", "pass"]
 IMPORT_FLOOR = [sys.executable, "-c", "import agentls"]
 DEFERRED_OPENAI = "from agentls.llm.openai_import import import_openai; import_openai()"

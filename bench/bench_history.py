@@ -105,7 +105,7 @@ class _Stdio:
 
 async def _server_figures(root: Path, session_id: str) -> list[Figure]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "agentls", "serve", cwd=str(root), stdin=subprocess.PIPE,
+        sys.executable, "-P", "-m", "agentls", "serve", cwd=str(root), stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, limit=2**26)
     rpc = _Stdio(proc)
     await rpc.request("initialize", {

@@ -445,7 +445,7 @@ def _fresh_install_figures(corpus: Path, tmp: Path) -> list[Figure]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTLS_", "XDG_"))}
     env["HOME"] = str(tmp / "fresh-home")
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "agentls", "-C", str(corpus), "index"],
+    done = subprocess.run([sys.executable, "-P", "-m", "agentls", "-C", str(corpus), "index"],
                           env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
     if done.returncode != 0 or "provider static" not in done.stdout:
@@ -455,7 +455,7 @@ def _fresh_install_figures(corpus: Path, tmp: Path) -> list[Figure]:
                           "(real command, static vectors for every chunk)", elapsed, "s",
                           goal="<= 30 s", met=elapsed <= 30))
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "agentls", "-C", str(corpus), "search",
+    done = subprocess.run([sys.executable, "-P", "-m", "agentls", "-C", str(corpus), "search",
                            "--no-update", "--json", "scale the matrix by a factor"],
                           env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start

@@ -42,7 +42,7 @@ from agentls.devtools.replay.command import ReplayServer
 from bench.harness import Figure, median_ms, percentile_ms
 
 REPO = Path(__file__).resolve().parents[1]
-OURS = [sys.executable, "-m", "agentls", "serve"]
+OURS = [sys.executable, "-P", "-m", "agentls", "serve"]
 BARE = [sys.executable, "-m", "bench.bare_server"]
 BARE_SAME_ANSWER = [*BARE, "--same-answer"]
 SERVER_ONLY = [sys.executable, "-c", "import argparse, sys; from agentls.cli.serve_cmd import run; "

@@ -245,7 +245,7 @@ class RecordingClient:
 @contextlib.asynccontextmanager
 async def spawned(client: RecordingClient, env: dict[str, str],
                   cwd: Path) -> AsyncIterator[tuple[Any, asyncio.subprocess.Process]]:
-    async with acp.spawn_agent_process(client, sys.executable, "-m", "agentls", "acp",
+    async with acp.spawn_agent_process(client, sys.executable, "-P", "-m", "agentls", "acp",
                                        env=env, cwd=str(cwd)) as (conn, process):
         yield conn, process
 

@@ -51,7 +51,7 @@ class RawAgent:
 async def test_malformed_and_unknown_messages_get_errors(server: ReplayServer,
                                                          project: Path) -> None:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "agentls", "acp", stdin=asyncio.subprocess.PIPE,
+        sys.executable, "-P", "-m", "agentls", "acp", stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
         env=scripted_env(server), cwd=str(project))
     agent = RawAgent(process)
@@ -221,7 +221,7 @@ async def test_client_going_away_mid_turn_ends_the_agent(server: ReplayServer,
     server.load({"steps": [{"match": {"tool_results": False}, "reply": {"tool_calls": [
         {"id": "s1", "name": "shell_exec", "arguments": {"command": f"sleep {marker}"}}]}}]})
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "agentls", "acp", stdin=asyncio.subprocess.PIPE,
+        sys.executable, "-P", "-m", "agentls", "acp", stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
         env=scripted_env(server), cwd=str(project))
     agent = RawAgent(process)

@@ -17,7 +17,7 @@ SECRET = "sk-headless-planted-secret-0123456789"
 def agentls(*args: str, env: dict[str, str], stdin: str | None = None,
             cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     # start_new_session: no controlling terminal, so nobody can be prompted on /dev/tty.
-    return subprocess.run([sys.executable, "-m", "agentls", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-P", "-m", "agentls", *args], capture_output=True,
                           text=True, env=env, input=stdin, check=False, timeout=60, cwd=cwd,
                           start_new_session=True,
                           stdin=None if stdin is not None else subprocess.DEVNULL)
@@ -46,7 +46,7 @@ def agentls_on_terminal(*args: str, env: dict[str, str], cwd: Path | None = None
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
-        done = subprocess.run([sys.executable, "-m", "agentls", *args], stdout=follower,
+        done = subprocess.run([sys.executable, "-P", "-m", "agentls", *args], stdout=follower,
                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
                               env={**env, "COLUMNS": str(columns), "TERM": "dumb"},
                               check=False, timeout=60, cwd=cwd, start_new_session=True)

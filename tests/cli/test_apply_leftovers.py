@@ -145,8 +145,8 @@ def test_agentls_run_killed_mid_write_leaves_no_new_folder_after_the_next_start(
     ]})
     killed_env = {**env, "AGENTLS_TEST_STALLED": str(stalled),
                   "PYTHONPATH": os.pathsep.join([str(hooks), env.get("PYTHONPATH", "")])}
-    run = subprocess.Popen([sys.executable, "-m", "agentls", "run", "-p", "generate the files",
-                            "--cwd", str(project), "--yes"], env=killed_env,
+    run = subprocess.Popen([sys.executable, "-P", "-m", "agentls", "run", "-p",
+                            "generate the files", "--cwd", str(project), "--yes"], env=killed_env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            stdin=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -224,7 +224,7 @@ def test_agentls_run_killed_mid_swap_is_undone_at_the_next_start(
     ]})
     killed_env = {**env, "AGENTLS_TEST_STALLED": str(stalled),
                   "PYTHONPATH": os.pathsep.join([str(hooks), env.get("PYTHONPATH", "")])}
-    run = subprocess.Popen([sys.executable, "-m", "agentls", "run", "-p", "rewrite them",
+    run = subprocess.Popen([sys.executable, "-P", "-m", "agentls", "run", "-p", "rewrite them",
                             "--cwd", str(project), "--yes"], env=killed_env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            stdin=subprocess.DEVNULL, start_new_session=True)

@@ -15,7 +15,7 @@ from agentls.devtools.replay.command import ReplayServer
 
 def agentls(*args: str, env: dict[str, str], stdin: str | None = None
             ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentls", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-P", "-m", "agentls", *args], capture_output=True,
                           text=True, env=env, input=stdin, check=False, timeout=60)
 
 
@@ -164,11 +164,11 @@ def test_a_damaged_cache_neither_breaks_ask_nor_survives_clear(
 def test_prompts_in_another_encoding_are_sent_not_crashed_on(server: ReplayServer,
                                                              env: dict[str, str]) -> None:
     server.load({"steps": [{"times": 2, "reply": {"text": "ok"}}]})
-    piped = subprocess.run([sys.executable, "-m", "agentls", "ask", "--no-cache", "-"],
+    piped = subprocess.run([sys.executable, "-P", "-m", "agentls", "ask", "--no-cache", "-"],
                            input=b"\xffcaf\xe9\n", capture_output=True, env=env, check=False,
                            timeout=60)
     assert piped.returncode == 0, piped.stderr
-    argument = subprocess.run([sys.executable, "-m", "agentls", "ask", "--no-cache",
+    argument = subprocess.run([sys.executable, "-P", "-m", "agentls", "ask", "--no-cache",
                                os.fsdecode(b"caf\xe9")], capture_output=True, env=env,
                               check=False, timeout=60)
     assert argument.returncode == 0, argument.stderr

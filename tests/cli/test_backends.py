@@ -25,7 +25,7 @@ PLANTED = "sk-backends-planted-secret-0123456789"
 
 
 def agentls(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentls", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-P", "-m", "agentls", *args], capture_output=True,
                           text=True, env=env, cwd=cwd, check=False, timeout=60)
 
 

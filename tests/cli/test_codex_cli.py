@@ -164,7 +164,7 @@ def test_a_stopped_run_stops_codex(codex: Path, server: ReplayServer, repo: Path
     if how == "timeout":
         env["AGENTLS_TIMEOUT_MS"] = "4000"
     agent = subprocess.Popen(
-        [sys.executable, "-m", "agentls", "run", str(prompt), "--backend", "codex", "--cwd",
+        [sys.executable, "-P", "-m", "agentls", "run", str(prompt), "--backend", "codex", "--cwd",
          str(repo)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         stdin=subprocess.DEVNULL, start_new_session=True)
     try:

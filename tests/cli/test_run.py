@@ -346,7 +346,7 @@ def test_artifacts_dir_under_a_file_exit_73_with_json(
 def start(prompt: Path, project: Path, env: dict[str, str], *flags: str
           ) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "agentls", "run", str(prompt), "--cwd", str(project), *flags],
+        [sys.executable, "-P", "-m", "agentls", "run", str(prompt), "--cwd", str(project), *flags],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
         env=env, start_new_session=True)
 
@@ -440,7 +440,7 @@ def test_on_a_terminal_the_person_is_asked(server: ReplayServer, env: dict[str, 
     controller, terminal = os.openpty()
     os.write(controller, f"{answer}\n".encode())  # typed ahead; read when the prompt asks
     process = subprocess.Popen(
-        [sys.executable, "-m", "agentls", "run", str(prompt), "--cwd", str(project)],
+        [sys.executable, "-P", "-m", "agentls", "run", str(prompt), "--cwd", str(project)],
         stdin=terminal, stdout=subprocess.PIPE, stderr=terminal,
         env={**env, "TERM": "xterm", "AGENTLS_SANDBOX__ASK": "true"},
         start_new_session=True)

@@ -253,7 +253,7 @@ def test_kill_9_of_agentls_leaves_no_server_behind(
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("wait\n")
     agent = subprocess.Popen(
-        [sys.executable, "-m", "agentls", "run", str(prompt), "--cwd", str(project), "--yes"],
+        [sys.executable, "-P", "-m", "agentls", "run", str(prompt), "--cwd", str(project), "--yes"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         stdin=subprocess.DEVNULL, start_new_session=True)
     try:

@@ -85,7 +85,7 @@ def test_kill_9_ends_the_command_within_100_ms_every_time(
         marker = f"{318 + attempt}.125"
         server.load(shell_run(f"sleep {marker} & sleep {marker}; echo late > late.txt"))
         agent = subprocess.Popen(
-            [sys.executable, "-m", "agentls", "run", str(prompt), "--cwd", str(project)],
+            [sys.executable, "-P", "-m", "agentls", "run", str(prompt), "--cwd", str(project)],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL, start_new_session=True)
         try:
@@ -116,7 +116,7 @@ def test_kill_9_of_the_agent_kills_the_command(
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("wait\n")
     agent = subprocess.Popen(
-        [sys.executable, "-m", "agentls", "run", str(prompt), "--cwd", str(project)],
+        [sys.executable, "-P", "-m", "agentls", "run", str(prompt), "--cwd", str(project)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         stdin=subprocess.DEVNULL, start_new_session=True)
     try:

@@ -28,7 +28,7 @@ def read_until(fd: int, wanted: bytes, limit_s: float) -> bytes:
 def test_in_a_terminal_it_says_what_it_is_and_ctrl_c_quits() -> None:
     pid, fd = pty.fork()
     if pid == 0:  # the child: stdin, stdout and stderr are the pseudo-terminal
-        os.execv(sys.executable, [sys.executable, "-m", "agentls", "serve"])
+        os.execv(sys.executable, [sys.executable, "-P", "-m", "agentls", "serve"])
     try:
         shown = read_until(fd, b"Ctrl-C quits.\r\n", 60)
         assert b"speaks the Language Server Protocol on stdin/stdout" in shown
@@ -54,7 +54,7 @@ def test_in_a_terminal_it_says_what_it_is_and_ctrl_c_quits() -> None:
 
 
 def test_started_by_an_editor_it_prints_nothing_but_protocol() -> None:
-    done = subprocess.run([sys.executable, "-m", "agentls", "serve"], stdin=subprocess.DEVNULL,
-                          capture_output=True, timeout=60, check=False)
+    done = subprocess.run([sys.executable, "-P", "-m", "agentls", "serve"],
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False)
     assert TTY_NOTICE.encode() not in done.stderr
     assert done.stdout == b""

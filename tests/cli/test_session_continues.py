@@ -58,7 +58,7 @@ def test_a_follow_up_after_a_killed_turn_of_40_large_writes_fits(
     stalled = tmp_path / "stalled"
     killed_env = {**env, "AGENTLS_TEST_STALLED": str(stalled),
                   "PYTHONPATH": os.pathsep.join([str(hooks), env.get("PYTHONPATH", "")])}
-    first = subprocess.Popen([sys.executable, "-m", "agentls", "run", "-p",
+    first = subprocess.Popen([sys.executable, "-P", "-m", "agentls", "run", "-p",
                               "generate the handlers", "--cwd", str(project), "--yes"],
                              env=killed_env, stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

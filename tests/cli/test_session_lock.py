@@ -16,7 +16,7 @@ from agentls.devtools.replay.command import ReplayServer
 
 
 def _start(project: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "agentls", "run", *args, "--cwd",
+    return subprocess.Popen([sys.executable, "-P", "-m", "agentls", "run", *args, "--cwd",
                              str(project), "--json"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env,
                             stdin=subprocess.DEVNULL, start_new_session=True)

@@ -11,7 +11,7 @@ import pytest
 
 
 def script(shell: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "agentls", "--completion", shell],
+    done = subprocess.run([sys.executable, "-P", "-m", "agentls", "--completion", shell],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -72,6 +72,6 @@ def test_zsh_registers_the_completion_function(tmp_path: Path) -> None:
 
 
 def test_an_unknown_shell_is_a_usage_error() -> None:
-    done = subprocess.run([sys.executable, "-m", "agentls", "--completion", "csh"],
+    done = subprocess.run([sys.executable, "-P", "-m", "agentls", "--completion", "csh"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 64 and "bash" in done.stderr

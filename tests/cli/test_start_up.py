@@ -68,7 +68,7 @@ def test_config_reads_import_no_settings_models(action: list[str], tmp_path: Pat
 
 
 def test_version_answers_without_importing_the_commands() -> None:
-    done = subprocess.run([sys.executable, "-m", "agentls", "--version"], capture_output=True,
+    done = subprocess.run([sys.executable, "-P", "-m", "agentls", "--version"], capture_output=True,
                           text=True, check=False, timeout=60)
     assert done.returncode == 0
     assert done.stdout.strip() == f"agentls {__version__}"
@@ -89,7 +89,7 @@ def test_top_level_help_lists_each_command_with_its_own_help() -> None:
 
 
 def test_a_module_command_still_gets_its_own_options() -> None:
-    done = subprocess.run([sys.executable, "-m", "agentls", "sessions", "--help"],
+    done = subprocess.run([sys.executable, "-P", "-m", "agentls", "sessions", "--help"],
                           capture_output=True, text=True, check=False, timeout=60)
     assert done.returncode == 0
     assert "--limit" in done.stdout

@@ -63,7 +63,8 @@ def test_eglot_fixes_and_chats_without_a_plugin(tmp_path: Path) -> None:
     with ReplayServer(SCRIPT) as model:
         env = session_env(
             tmp_path,
-            server=json.dumps([sys.executable, "-m", "agentls", "serve", "--log-file", str(log)]),
+            server=json.dumps([sys.executable, "-P", "-m", "agentls", "serve",
+                               "--log-file", str(log)]),
             options=json.dumps(scripted_options(model.base_url)),
             file=str(project / "calc.py"), out=str(report))
         started = time.monotonic()

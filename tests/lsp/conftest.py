@@ -27,7 +27,7 @@ from agentls.devtools.replay.command import ReplayServer
 from agentls.lsp.services.protocol import plain
 
 CLIENTS = ["visual-studio-code", "neovim"]
-SERVER = [sys.executable, "-m", "agentls", "serve"]
+SERVER = [sys.executable, "-P", "-m", "agentls", "serve"]
 WAIT_S = 30  # a safety net so a broken server fails the test instead of hanging it
 
 Event = dict[str, Any]

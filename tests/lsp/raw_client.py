@@ -19,7 +19,7 @@ class RawClient:
     def __init__(self, root: Path, env: dict[str, str] | None = None,
                  args: tuple[str, ...] = (), command: list[str] | None = None) -> None:
         self.proc = subprocess.Popen(
-            (command or [sys.executable, "-m", "agentls", "serve"]) + list(args), cwd=root,
+            (command or [sys.executable, "-P", "-m", "agentls", "serve"]) + list(args), cwd=root,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env={**os.environ, **(env or {})})
         self.root = root

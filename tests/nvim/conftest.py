@@ -140,7 +140,7 @@ def start_editor(tmp_path: Path, project: Path, settings: dict[str, Any],
     (pack / "pack" / "agentls" / "opt").mkdir(parents=True)
     (pack / "pack" / "agentls" / "opt" / "agentls").symlink_to(PLUGIN)
     init = tmp_path / "init.lua"
-    server = cmd or [sys.executable, "-m", "agentls", "serve"]
+    server = cmd or [sys.executable, "-P", "-m", "agentls", "serve"]
     init.write_text(INIT % {"pack": lua_string(str(pack)),
                             "cmd": "{" + ", ".join(lua_string(c) for c in server) + "}",
                             "settings": lua_string(json.dumps(settings))})

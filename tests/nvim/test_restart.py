@@ -41,7 +41,7 @@ def watched(tmp_path: Path, project: Path, model: ReplayServer, pids: Path,
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.chdir(project)
     cmd = ["sh", "-c", f'echo $$ >> "{pids}"; exec "$@"', "sh",
-           sys.executable, "-m", "agentls", "serve"]
+           sys.executable, "-P", "-m", "agentls", "serve"]
     ed = start_editor(tmp_path, project, options_for(model), cmd=cmd)
     ed.lua(CAPTURE_NOTES)
     try:

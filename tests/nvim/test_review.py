@@ -86,7 +86,7 @@ def terminal_nvim(tmp_path: Path, project: Path, model: ReplayServer,
     (pack / "pack" / "agentls" / "opt").mkdir(parents=True)
     (pack / "pack" / "agentls" / "opt" / "agentls").symlink_to(PLUGIN)
     init = tmp_path / "init.lua"
-    server = [sys.executable, "-m", "agentls", "serve"]
+    server = [sys.executable, "-P", "-m", "agentls", "serve"]
     init.write_text((INIT % {"pack": lua_string(str(pack)),
                              "cmd": "{" + ", ".join(lua_string(c) for c in server) + "}",
                              "settings": lua_string(json.dumps(options_for(model)))})

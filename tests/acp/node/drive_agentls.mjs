@@ -8,7 +8,7 @@ import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
 const [python, project, reply] = process.argv.slice(2);
-const agent = spawn(python, ["-m", "agentls", "acp"], {
+const agent = spawn(python, ["-P", "-m", "agentls", "acp"], {
   cwd: project,
   stdio: ["pipe", "pipe", "inherit"],
 });

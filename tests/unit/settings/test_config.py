@@ -14,7 +14,7 @@ from agentls.settings import config
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "agentls", *args],
+        [sys.executable, "-P", "-m", "agentls", *args],
         capture_output=True, text=True, cwd=cwd, check=False,
     )
 
