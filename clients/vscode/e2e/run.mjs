@@ -179,13 +179,17 @@ async function completionAsYouType(ws) {
   log("the status bar toggle turned completions off: no ghost text while typing");
 }
 
-// --- the scenario ------------------------------------------------------------------------
+// --- set-up: the workspace, the scripted model, the profile, code-server -----------------
 
-async function main() {
+function checkPrerequisites() {
   for (const [file, hint] of [[CODE_SERVER, "clients/vscode/e2e/setup.sh"], [PYTHON, "make install"],
                               [VSIX, "npm run package"], ["/usr/bin/chromium", "e2e/setup.sh"]]) {
     if (!fs.existsSync(file)) throw new Error(`${file} is missing: run ${hint} first`);
   }
+}
+
+/** The temporary folder (`tmp`) with the workspace the steps work in; returns its path. */
+function makeWorkspace() {
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), "agentls-vscode-e2e-"));
@@ -198,28 +202,61 @@ async function main() {
   // project file asks anyway, so the approval modal is exercised and shows the sandbox note.
   fs.mkdirSync(path.join(ws, ".agentls"));
   fs.writeFileSync(path.join(ws, ".agentls", "config.toml"), "[sandbox]\nask = true\n");
-  const timings = path.join(tmp, "timings.jsonl");
+  return ws;
+}
+
+/** The environment of every process the run starts: no AgentLS, OpenAI or VS Code
+ * variables of the caller's, its own config and cache folders, the timings file. */
+function environment(timings) {
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) =>
     !k.startsWith("AGENTLS_") && !k.startsWith("OPENAI_") && !k.startsWith("VSCODE_")));
-  Object.assign(env, {
+  return Object.assign(env, {
     PATH: `${NODE_BIN}:${process.env.PATH}`, XDG_CONFIG_HOME: path.join(tmp, "config"),
     XDG_CACHE_HOME: path.join(tmp, "cache"), AGENTLS_VSCODE_TIMINGS: timings,
   });
+}
 
+/** A stored 200-turn session and the scripted model's script (e2e/bench_setup.py). */
+function seedSessionAndScript(ws, env) {
   step = "a stored 200-turn session and the script (e2e/bench_setup.py)";
   const script = path.join(tmp, "script.json");
   const seeded = spawnSync(PYTHON, [path.join(HERE, "bench_setup.py"), ws, path.join(HERE, "script.yaml"),
                                     script], { env, encoding: "utf8", cwd: ROOT });
   if (seeded.status !== 0) fail(`bench_setup.py failed:\n${seeded.stdout}${seeded.stderr}`);
+  return script;
+}
 
+async function startScriptedModel(script, env) {
   step = "scripted model server";
   const model = start("scripted-model", PYTHON,
                       ["-m", "agentls.devtools.replay.command", "--script", script], { env, cwd: ROOT });
   const [, baseUrl] = await waitForLine(model, /listening on (http\S+)/, "the scripted model server");
   log(`scripted model at ${baseUrl}`);
+  return baseUrl;
+}
 
+const USER_SETTINGS = (baseUrl) => ({
+  "agentls.backend": "openai",
+  "agentls.baseUrl": baseUrl,
+  "agentls.model": "scripted-model",
+  "agentls.cache.enabled": false,
+  "agentls.completion.model": "scripted-model",
+  "workbench.startupEditor": "none",
+  "workbench.tips.enabled": false,
+  "workbench.welcomePage.walkthroughs.openOnInstall": false,
+  "security.workspace.trust.enabled": false,
+  "telemetry.telemetryLevel": "off",
+  "extensions.ignoreRecommendations": true,
+  "git.openRepositoryInParentFolders": "never",
+  "editor.lightbulb.enabled": "on",
+  "window.dialogStyle": "custom",
+  "chat.disableAIFeatures": true,
+  "workbench.secondarySideBar.defaultVisibility": "hidden",
+});
+
+/** The VS Code profile (user data folder): machine and user settings; returns its path. */
+function writeProfile(baseUrl) {
   const userData = path.join(tmp, "user-data");
-  const extensions = path.join(tmp, "extensions");
   // agentls.server.* are machine settings ("machine-overridable"): in a remote window, and
   // code-server's is one, VS Code reads them from the Remote settings (Machine/), not from
   // the user's. From User/ they were applied in the first window and, now and then, not in
@@ -229,38 +266,79 @@ async function main() {
     "agentls.server.command": [PYTHON, "-P", "-m", "agentls", "serve"],
   }, null, 2));
   fs.mkdirSync(path.join(userData, "User"), { recursive: true });
-  fs.writeFileSync(path.join(userData, "User/settings.json"), JSON.stringify({
-    "agentls.backend": "openai",
-    "agentls.baseUrl": baseUrl,
-    "agentls.model": "scripted-model",
-    "agentls.cache.enabled": false,
-    "agentls.completion.model": "scripted-model",
-    "workbench.startupEditor": "none",
-    "workbench.tips.enabled": false,
-    "workbench.welcomePage.walkthroughs.openOnInstall": false,
-    "security.workspace.trust.enabled": false,
-    "telemetry.telemetryLevel": "off",
-    "extensions.ignoreRecommendations": true,
-    "git.openRepositoryInParentFolders": "never",
-    "editor.lightbulb.enabled": "on",
-    "window.dialogStyle": "custom",
-    "chat.disableAIFeatures": true,
-    "workbench.secondarySideBar.defaultVisibility": "hidden",
-  }, null, 2));
+  fs.writeFileSync(path.join(userData, "User/settings.json"), JSON.stringify(USER_SETTINGS(baseUrl), null, 2));
+  return userData;
+}
 
+function installExtension(userData, env) {
   step = "install the .vsix";
-  const install = spawnSync(CODE_SERVER, ["--user-data-dir", userData, "--extensions-dir", extensions,
+  const install = spawnSync(CODE_SERVER, ["--user-data-dir", userData, "--extensions-dir", extensionsDir(),
                                           "--install-extension", VSIX], { env, encoding: "utf8" });
   if (install.status !== 0) fail(`code-server --install-extension failed:\n${install.stdout}${install.stderr}`);
   log("installed dist/agentls.vsix");
+}
 
+const extensionsDir = () => path.join(tmp, "extensions");
+
+async function startCodeServer(userData, ws, env) {
   step = "code-server";
   const codeServer = start("code-server", CODE_SERVER, [
     "--auth", "none", "--bind-addr", "127.0.0.1:0", "--disable-telemetry", "--disable-update-check",
-    "--disable-workspace-trust", "--user-data-dir", userData, "--extensions-dir", extensions, ws,
+    "--disable-workspace-trust", "--user-data-dir", userData, "--extensions-dir", extensionsDir(), ws,
   ], { env, cwd: tmp });
   const [, url] = await waitForLine(codeServer, /HTTP server listening on (http:\/\/\S+)/, "code-server");
   log(`code-server at ${url}`);
+  return url;
+}
+
+// --- the run -----------------------------------------------------------------------------
+
+/**
+ * The steps, in order; each is `async (s) => ...` with `s` what they share: `ws` (the
+ * workspace folder), `url` (code-server's), `timings` (the extension's timings file),
+ * `explainTurn` (the chat turn whose code block later steps use, set by its step). A step
+ * finds the panel's turns from how many there are when it starts, so a step added between
+ * two others does not move their turns.
+ */
+const STEPS = [
+  ["open the workspace", openWorkspace],
+  ["the empty panel", emptyPanel],
+  ["set the API key", setApiKey],
+  ["chat from the palette", chatInThePanel],
+  ["two Sends at once continue one session", twoSendsAtOnce],
+  ["New Chat from the title bar", newChat],
+  ["review: keep it all in one action", reviewKeepAll],
+  ["review: keep one of two changes", reviewKeepOne],
+  ["refactor preview: discard", refactorPreviewDiscard],
+  ["code action from the lightbulb", codeActionFromTheLightbulb],
+  ["Explain answers in the chat", explainInTheChat],
+  ["a code block's Apply goes through the review", applyCodeBlock],
+  ["approve a shell command", approveShellCommand],
+  ["cancel a long run", cancelLongRun],
+  ["an @file mention: completed in the input, a chip on the turn, in the model's request", fileMention],
+  ["switching the model from the panel", switchModel],
+  ["screenshots: 300 and 600 px wide, light and dark", panelScreenshots],
+  ["History from the title bar", historyFromTitleBar],
+  ["open a 1,000-turn session, stream a 2,000-line answer into its 200 drawn turns", longSession],
+  ["earlier turns of the 1,000-turn session, from the control at the top of the log",
+   () => earlierTurns(panelFrame(), { first: 801, more: 800, shown: 201, name: "earlier-turns" })],
+  ["completion as you type", (s) => completionAsYouType(s.ws)],
+  ["history restored after a reload", historyAfterReload],
+  ["the restored session opens at its end", restoredAtTheEnd],
+  ["earlier turns of the restored session keep the view",
+   () => earlierTurns(panelFrame(), { first: 802, more: 801, shown: 200, name: "restored-earlier" })],
+];
+
+async function main() {
+  checkPrerequisites();
+  const ws = makeWorkspace();
+  const timings = path.join(tmp, "timings.jsonl");
+  const env = environment(timings);
+  const script = seedSessionAndScript(ws, env);
+  const baseUrl = await startScriptedModel(script, env);
+  const userData = writeProfile(baseUrl);
+  installExtension(userData, env);
+  const url = await startCodeServer(userData, ws, env);
 
   const browser = await chromium.launch({
     executablePath: "/usr/bin/chromium",
@@ -271,350 +349,11 @@ async function main() {
     const context = await browser.newContext({ viewport: { width: 1400, height: 860 } });
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: url });
     page = await context.newPage();
-    step = "open the workspace";
-    await page.goto(`${url.replace(/\/$/, "")}/?folder=${encodeURIComponent(ws)}`);
-    await page.locator(".monaco-workbench").waitFor({ timeout: T.long });
-    const statusItem = page.locator(".statusbar-item", { hasText: "AgentLS" }).first();
-    await until("the AgentLS status bar item to say idle (server initialized)", async () => {
-      if (await statusItem.locator(".codicon-error").count()) {
-        fail("the AgentLS server did not start (status bar shows an error); see the AgentLS " +
-             "output channel log under the temporary user-data-dir's logs/");
-      }
-      return (await statusItem.locator(".codicon-comment-discussion").count()) > 0;
-    });
-    log("workbench ready, AgentLS server started");
-
-    step = "the empty panel";
-    await palette("AgentLS: Focus on Chat View");
-    const frame = panelFrame();
-    await until("the empty state with its two buttons", async () =>
-      (await frame.locator("#empty").isVisible()) &&
-      (await frame.locator('#empty button[data-command="agentls.ui.setApiKey"]').innerText()) === "Set API key" &&
-      (await frame.locator('#empty button[data-command="agentls.ui.chooseBackend"]').innerText()) === "Choose backend");
-    await shot("empty-state");
-    await frame.locator('#empty button[data-command="agentls.ui.chooseBackend"]').click();
-    const backendRow = page.locator(".quick-input-list .monaco-list-row", { hasText: "ollama" }).first();
-    await backendRow.waitFor({ state: "visible", timeout: T.short });
-    await page.keyboard.press("Escape");
-    log("empty panel: one line, Set API key and Choose backend (its picker lists the backends)");
-
-    step = "set the API key";
-    await palette("AgentLS: Set API Key");
-    await answerInputBox(API_KEY);
-    await until("the 'API key stored' notification", () =>
-      page.locator(".notifications-toasts", { hasText: "API key stored" }).isVisible());
-    log("API key set through the command");
-
-    step = "chat from the palette";
-    await chatFromPalette("Say hello");
-    const hello = await waitTurn(0, "the streamed answer", (t) => t.includes("Hello from the scripted model") &&
-      t.includes("stays text"));
-    if (!hello.includes('<img src=x onerror=alert(1)>')) fail(`raw HTML was not shown as text:\n${hello}`);
-    if (await frame.locator(".answer img").count()) fail("model HTML became an <img> element");
-    if (await frame.locator('.answer a[href^="javascript"]').count()) fail("a javascript: link was rendered");
-    if (!(await frame.locator(".code .hljs-built_in").count())) fail("the python code block is not highlighted");
-    const copy = frame.locator('.code button[data-action="copy"]').first();
-    await copy.click();
-    await until("the Copy button to confirm", async () => (await copy.innerText()) === "Copied", T.short);
-    await page.keyboard.press("Escape");
-    await shot("panel");
-    log("streamed answer shown in the panel (markdown safe, code block copied)");
-
-    step = "two Sends at once continue one session";
-    const input = frame.locator("#prompt");
-    await input.fill("Say hello again");
-    await input.press("Enter");
-    await input.fill("Say hello once more");
-    await input.press("Enter");
-    await waitTurn(2, "the second answer", (t) => t.includes("stays text") && !/waiting for|answering/.test(t));
-    await waitTurn(1, "the first answer", (t) => t.includes("stays text"));
-    log("two prompts sent back to back were answered in the panel");
-
-    step = "New Chat from the title bar";
-    await titleAction("New Chat");
-    await until("an empty panel", async () => (await frame.locator("section.turn").count()) === 0 &&
-      (await frame.locator("#empty").isVisible()), T.short);
-    log("New Chat (title bar) started an empty conversation");
-
-    step = "review: keep it all in one action";
-    await chatFromPalette("Please fix add in calc.py");
-    await waitPicker();
-    await until("the status bar to say 'waiting for your review' (and nothing else of the run)", async () =>
-      (await page.locator(".statusbar-item", { hasText: "waiting for your review" }).count()) >= 1 &&
-      (await page.locator(".statusbar-item", { hasText: /thinking|running/ }).count()) === 0, T.short);
-    await shot("review-picker");
-    await page.keyboard.press("Enter"); // one action keeps everything
-    await until("calc.py on disk to say `return a + b`", () => readCalc(ws).includes("return a + b"));
-    await waitTurn(0, "'Edit applied'", (t) => t.includes("Edit applied: calc.py"));
-    log("review: Enter kept the whole edit; calc.py changed on disk; the panel says so");
-
-    step = "review: keep one of two changes";
-    await chatFromPalette("Please touch two files");
-    await waitPicker();
-    const readme = page.locator(".quick-input-list .monaco-list-row", { hasText: "README.md" }).first();
-    await readme.locator(".quick-input-list-checkbox, input[type=checkbox], .monaco-checkbox").first().click()
-      .catch(() => readme.click());
-    await until("README.md to be unticked", async () =>
-      (await readme.getAttribute("aria-checked")) === "false" ||
-      !(await readme.locator("input[type=checkbox]").first().isChecked().catch(() => true)), T.short);
-    await shot("review-keep-one");
-    // Enter keeps the ticked files, even right after a click on a checkbox (VS Code's checkbox
-    // takes Enter as a toggle while it has the focus: the picker draws its rows anew).
-    await page.keyboard.press("Enter");
-    await until("calc.py on disk to hold the product comment", () => readCalc(ws).includes("# the product"));
-    await waitTurn(1, "'Edit partly applied'", (t) => t.includes("Edit partly applied") &&
-      t.includes("kept calc.py") && t.includes("rejected README.md"));
-    if (fs.readFileSync(path.join(ws, "README.md"), "utf8") !== "# calc\n") fail("README.md changed although it was left out");
-    await chatFromPalette("What did I keep?");
-    // The scripted model answers this only when its request says what was kept and rejected.
-    await waitTurn(2, "the model told what was kept", (t) => t.includes("You kept calc.py; README.md was left out."));
-    await shot("review-kept-one");
-    log("review: one of two changes kept; disk, the panel and the model's next request say which");
-
-    step = "refactor preview: discard";
-    const before = readCalc(ws);
-    await chatFromPalette("Please square mul in calc.py");
-    await waitPicker();
-    // The refactor preview stays one click away: the picker's title button.
-    await page.locator(".quick-input-titlebar .action-label.codicon-checklist, .quick-input-titlebar a[aria-label*='refactor preview']")
-      .first().click();
-    const discard = page.locator(".bulk-edit-panel .monaco-button", { hasText: /^Discard$/ }).first();
-    await discard.waitFor({ state: "visible", timeout: T.long });
-    await shot("review-refactor-preview");
-    await discard.click();
-    await waitTurn(3, "'Edit not applied'", (t) => t.includes("Edit not applied") && t.includes("left unchanged"));
-    if (readCalc(ws) !== before) fail(`calc.py changed although the edit was discarded:\n${readCalc(ws)}`);
-    log("refactor preview reached from the picker and discarded; calc.py unchanged; the panel says so");
-
-    step = "code action from the lightbulb";
-    await page.keyboard.press("Escape");
-    await page.keyboard.press("F1");
-    await answerInputBoxLoose("calc.py"); // without the ">" the quick input opens files
-    const editor = page.locator(".part.editor .monaco-editor .view-lines").first();
-    const editorText = async () => (await editor.innerText()).replace(/\u00a0/g, " ");
-    await until("calc.py open in the editor", async () => (await editorText()).includes("def add"));
-    const bulb = page.locator(".part.editor :is(.lightBulbWidget, .lightbulb-glyph)").first();
-    const action = page.locator(".action-widget .monaco-list-row, .context-view .action-item",
-                                { hasText: "AgentLS: Add documentation" }).first();
-    // Select add(); the bulb is computed for the selection after a moment: open its menu
-    // until the selection's actions are in it (select again if the bulb went away).
-    await until("'AgentLS: Add documentation' in the lightbulb menu", async () => {
-      await page.keyboard.press("Escape");
-      await page.locator(".part.editor .monaco-editor .view-line").first().click();
-      await page.keyboard.press("Home");
-      await page.keyboard.press("Shift+ArrowDown");
-      await page.keyboard.press("Shift+ArrowDown");
-      try {
-        await bulb.waitFor({ state: "visible", timeout: 5_000 });
-        await bulb.click();
-        await action.waitFor({ state: "visible", timeout: 3_000 });
-        return true;
-      } catch {
-        return false;
-      }
-    });
-    await shot("code-actions");
-    await action.click();
-    await acceptPreview(); // the action's edit needs confirmation too
-    await until("the docstring in the editor", async () =>
-      (await editorText()).includes("Return the sum of a and b."));
-    log("code action 'AgentLS: Add documentation' resolved and applied");
-
-    step = "Explain answers in the chat";
-    const explain = page.locator(".action-widget .monaco-list-row, .context-view .action-item",
-                                 { hasText: "AgentLS: Explain" }).first();
-    await until("'AgentLS: Explain' in the lightbulb menu for mul()", async () => {
-      await page.keyboard.press("Escape");
-      await page.locator(".part.editor .monaco-editor .view-line", { hasText: "def mul" }).first().click();
-      await page.keyboard.press("Home");
-      await page.keyboard.press("Shift+ArrowDown");
-      await page.keyboard.press("Shift+ArrowDown");
-      try {
-        await bulb.waitFor({ state: "visible", timeout: 5_000 });
-        await bulb.click();
-        await explain.waitFor({ state: "visible", timeout: 3_000 });
-        // The menu is the selection's (not the cursor's a moment before) when it offers
-        // the actions that need a selection.
-        await page.locator(".action-widget .monaco-list-row, .context-view .action-item",
-                           { hasText: "AgentLS: Rewrite selection" }).first()
-          .waitFor({ state: "visible", timeout: 1_000 });
-        return true;
-      } catch {
-        return false;
-      }
-    });
-    await explain.click();
-    await waitTurn(4, "the explanation in the panel", (t) => t.startsWith("Explain the selected code (calc.py") &&
-      t.includes("multiplies its two arguments") && t.includes("Return the product"));
-    if (fs.existsSync(path.join(ws, ".agentls", "explain"))) fail("Explain still wrote a file under .agentls/explain/");
-    log("Explain answered in the chat panel (no Markdown file)");
-
-    step = "a code block's Apply goes through the review";
-    const applyButton = frame.locator("section.turn").nth(4).locator('.code button[data-action="apply"]').first();
-    await applyButton.click();
-    await waitPicker(); // the server's edit, reviewed like any agent edit
-    await shot("apply-code-block");
-    await page.keyboard.press("Enter");
-    await until("the applied code block in the editor", async () =>
-      (await editorText()).includes("Return the product of a and b."));
-    if (!(await editorText()).includes("Return the sum of a and b.")) fail("Apply replaced more than the selection");
-    log("Apply on a code block went through the review; kept, the selection was replaced");
-
-    step = "approve a shell command";
-    await chatFromPalette("Please run the check");
-    const dialog = page.locator(".monaco-dialog-box");
-    await dialog.waitFor({ state: "visible", timeout: T.long });
-    const dialogText = await dialog.innerText();
-    if (!dialogText.includes("echo scripted-check-ok")) fail(`the modal does not show the command:\n${dialogText}`);
-    if (dialogText.includes("`")) fail(`the modal shows markdown backticks:\n${dialogText}`);
-    if ((dialogText.match(/sandboxed/gi) ?? []).length > 1) fail(`the modal says 'sandboxed' twice:\n${dialogText}`);
-    const buttons = await dialog.locator(".monaco-button").allInnerTexts();
-    // VS Code orders a dialog's buttons itself (the default last on Linux): compare as a set.
-    if (JSON.stringify(buttons.map((b) => b.trim()).filter(Boolean).sort()) !==
-        JSON.stringify(["Allow for this session", "Allow once", "Deny"])) {
-      fail(`the modal's buttons are ${JSON.stringify(buttons)}`);
+    const s = { ws, url, timings, explainTurn: undefined };
+    for (const [name, run] of STEPS) {
+      step = name;
+      await run(s);
     }
-    await shot("approval");
-    await dialog.locator(".monaco-button", { hasText: /^Allow once$/ }).click();
-    await waitTurn(5, "the answer after the approved command",
-                   (t) => t.includes("The check printed scripted-check-ok."));
-    log("shell command approved in the modal; the run finished");
-
-    step = "cancel a long run";
-    await chatFromPalette("Tell me a long story");
-    await waitTurn(6, "the long answer to start streaming", (t) => t.includes("Once upon"));
-    // Select the previous answer while this one streams: the selection must survive it (only
-    // the streaming turn's new text is drawn, nothing is redrawn).
-    const selected = await frame.locator("section.turn").nth(5).locator(".answer").last().evaluate((node) => {
-      const selection = node.ownerDocument.getSelection();
-      selection.selectAllChildren(node);
-      return selection.toString();
-    });
-    await waitTurn(6, "more of the long answer", (t) => t.includes("very long scripted"));
-    const still = await frame.locator("body").evaluate((body) => body.ownerDocument.getSelection().toString());
-    if (!selected || still !== selected) fail(`the selection did not survive streaming: ${JSON.stringify([selected, still])}`);
-    log("a selection in the panel survived the streaming of the next answer");
-    await titleAction("Cancel");
-    await waitTurn(6, "the run to stop as cancelled", (t) => /cancelled/.test(t), T.short * 2);
-    const stopped = (await panelTurnText(6)).length;
-    await new Promise((r) => setTimeout(r, 1000));
-    if ((await panelTurnText(6)).length !== stopped) fail("text kept streaming after Cancel");
-    if (await frame.locator("#cancel").isVisible()) fail("the Cancel button is still shown");
-    log("long run cancelled from the panel's title bar");
-    await shot("cancelled");
-
-    step = "an @file mention: completed in the input, a chip on the turn, in the model's request";
-    await input.click();
-    await input.pressSequentially("Summarize the attached file @calc");
-    const option = frame.locator("#mentions .mention", { hasText: "file:calc.py" }).first();
-    await option.waitFor({ state: "visible", timeout: T.short });
-    await shot("mention-completion");
-    await option.click();
-    if (!(await input.inputValue()).includes("#file:calc.py ")) fail(`the mention was not inserted: ${await input.inputValue()}`);
-    await input.press("Enter");
-    // The scripted step matches only a request that carries calc.py's text (e2e/script.yaml).
-    const mentioned = await waitTurn(7, "the answer about the attached file",
-                                     (t) => t.includes("The attached calc.py defines add and mul."));
-    const chip = frame.locator("section.turn").nth(7).locator(".chip .chip-name");
-    if ((await chip.allTextContents()).join() !== "calc.py") fail(`no calc.py chip on the turn:\n${mentioned}`);
-    log("#file:calc.py completed from '@calc', shown as a chip, and its text was in the model's request");
-
-    step = "switching the model from the panel";
-    const modelButton = frame.locator("#model");
-    await until("the header with the session's model", async () =>
-      (await modelButton.isVisible()) && (await modelButton.innerText()).includes("scripted-model"), T.short);
-    await modelButton.click();
-    await answerInputBoxLoose("scripted-model-2");
-    await until("the header to name the new model", async () =>
-      (await modelButton.innerText()).includes("scripted-model-2"), T.short);
-    await until("the status bar to name the new model, once", async () =>
-      (await page.locator(".statusbar-item", { hasText: "scripted-model-2" }).count()) === 1 &&
-      (await page.locator(".statusbar-item", { hasText: "AgentLS: scripted-model-2 · agent" }).count()) === 1, T.short);
-    await input.fill("Which model are you?");
-    await input.press("Enter");
-    await waitTurn(8, "the second model's answer, marked with its name",
-                   (t) => t.includes("Answered by the second scripted model.") && t.includes("scripted-model-2"));
-    log("model switched from the panel's header: the next turn was answered by scripted-model-2 and says so");
-
-    step = "screenshots: 300 and 600 px wide, light and dark";
-    for (const theme of ["Light Modern", "Dark Modern"]) {
-      await setTheme(theme);
-      for (const width of [300, 600]) {
-        await setSidebarWidth(width);
-        const name = `panel-${width}-${theme.includes("Light") ? "light" : "dark"}`;
-        await frame.locator("section.turn").nth(4).locator(".code").first().scrollIntoViewIfNeeded();
-        await shot(`${name}-code`);
-        await checkCodeBlockLayout(frame, width);
-        await frame.locator("section.turn").last().scrollIntoViewIfNeeded();
-        await shot(name);
-      }
-    }
-    await setSidebarWidth(400);
-
-    step = "History from the title bar";
-    await titleAction("Chat History");
-    await answerInputBoxLoose("Say hello");
-    await until("the first session back in the panel", async () =>
-      (await frame.locator("section.turn .prompt").allTextContents()).join("|") ===
-        "Say hello|Say hello again|Say hello once more");
-    log("History (title bar) reopened the first session: the two back-to-back prompts are in it, one session");
-
-    step = "open a 1,000-turn session, stream a 2,000-line answer into its 200 drawn turns";
-    await titleAction("Chat History");
-    await answerInputBoxLoose("Bench: a 1,000-turn conversation");
-    await until("the latest 200 stored turns drawn", async () =>
-      (await frame.locator("section.turn").count()) === 200 &&
-      (await frame.locator("section.turn .prompt").first().textContent()) === "Question 801: what does step 801 do?");
-    await input.fill("Stream the long answer");
-    await input.press("Enter");
-    await waitTurn(200, "the long answer to finish", (t) => t.includes("Step 222") && !/answering/.test(t), 120_000);
-    await until("the chunk timings", () => fs.existsSync(timings) &&
-      fs.readFileSync(timings, "utf8").includes('"figure":"chunks"'), T.short);
-    log("streamed the 2,000-line answer after 200 turns");
-
-    step = "earlier turns of the 1,000-turn session, from the control at the top of the log";
-    await earlierTurns(frame, { first: 801, more: 800, shown: 201, name: "earlier-turns" });
-    step = "completion as you type";
-    await completionAsYouType(ws);
-
-    step = "history restored after a reload";
-    log(`reload at ${new Date().toISOString()}`);
-    await page.reload();
-    await page.locator(".monaco-workbench").waitFor({ timeout: T.long });
-    let shown = "(the panel was not found)";
-    const reloaded = Date.now();
-    let focused = false;
-    try {
-      await until("the conversation restored from agentls/history", async () => {
-        if (!focused && Date.now() - reloaded > 15_000 &&
-            (await page.locator("iframe.webview.ready").count()) === 0) {
-          // The workbench did not bring the view back (its layout is VS Code's, not ours):
-          // open it as a person would, and say so.
-          focused = true;
-          log("the chat view was not open after the reload: opening it from the palette");
-          await palette("AgentLS: Focus on Chat View");
-        }
-        const turns = await panelFrame().locator("section.turn .prompt").allTextContents();
-        shown = turns.length ? `the prompts ${JSON.stringify(turns)}`
-          : JSON.stringify((await panelFrame().locator("#root").innerText({ timeout: 2_000 })).slice(0, 200));
-        return turns.includes("Question 900: what does step 900 do?") && turns.includes("Stream the long answer")
-          ? turns : false;
-      });
-    } catch (error) {
-      throw new Fatal(`${error.message}; the panel showed ${shown}`);
-    }
-    log("after a reload the panel shows the session again (agentls/history)");
-    step = "the restored session opens at its end";
-    const restoredFrame = panelFrame();
-    const end = await atTheEnd(restoredFrame);
-    if (!(await restoredFrame.locator("section.turn").last().textContent()).includes("Step 223")) {
-      fail("the last turn is not the streamed long answer");
-    }
-    await shot("restored");
-    log(`the restored log opened at its end (${end.gap.toFixed(0)} px below the view, ` +
-        `${end.scrollHeight} px of log); the long answer's last line on screen`);
-    step = "earlier turns of the restored session keep the view";
-    await earlierTurns(restoredFrame, { first: 802, more: 801, shown: 200, name: "restored-earlier" });
     await context.close();
   } catch (error) {
     if (page) await shot("failure").catch(() => undefined);
@@ -624,6 +363,399 @@ async function main() {
     copyOutputLog(userData);
   }
   writeFigures(timings);
+}
+
+// --- the steps ---------------------------------------------------------------------------
+
+/** How many turns the panel's conversation shows: a step's first new turn has this index. */
+const turnCount = () => panelFrame().locator("section.turn").count();
+const promptInput = () => panelFrame().locator("#prompt");
+
+async function openWorkspace({ ws, url }) {
+  await page.goto(`${url.replace(/\/$/, "")}/?folder=${encodeURIComponent(ws)}`);
+  await page.locator(".monaco-workbench").waitFor({ timeout: T.long });
+  const statusItem = page.locator(".statusbar-item", { hasText: "AgentLS" }).first();
+  await until("the AgentLS status bar item to say idle (server initialized)", async () => {
+    if (await statusItem.locator(".codicon-error").count()) {
+      fail("the AgentLS server did not start (status bar shows an error); see the AgentLS " +
+           "output channel log under the temporary user-data-dir's logs/");
+    }
+    return (await statusItem.locator(".codicon-comment-discussion").count()) > 0;
+  });
+  log("workbench ready, AgentLS server started");
+}
+
+async function emptyPanel() {
+  await palette("AgentLS: Focus on Chat View");
+  const frame = panelFrame();
+  await until("the empty state with its two buttons", async () =>
+    (await frame.locator("#empty").isVisible()) &&
+    (await frame.locator('#empty button[data-command="agentls.ui.setApiKey"]').innerText()) === "Set API key" &&
+    (await frame.locator('#empty button[data-command="agentls.ui.chooseBackend"]').innerText()) === "Choose backend");
+  await shot("empty-state");
+  await frame.locator('#empty button[data-command="agentls.ui.chooseBackend"]').click();
+  const backendRow = page.locator(".quick-input-list .monaco-list-row", { hasText: "ollama" }).first();
+  await backendRow.waitFor({ state: "visible", timeout: T.short });
+  await page.keyboard.press("Escape");
+  log("empty panel: one line, Set API key and Choose backend (its picker lists the backends)");
+}
+
+async function setApiKey() {
+  await palette("AgentLS: Set API Key");
+  await answerInputBox(API_KEY);
+  await until("the 'API key stored' notification", () =>
+    page.locator(".notifications-toasts", { hasText: "API key stored" }).isVisible());
+  log("API key set through the command");
+}
+
+async function chatInThePanel() {
+  const frame = panelFrame();
+  const n = await turnCount();
+  await chatFromPalette("Say hello");
+  const hello = await waitTurn(n, "the streamed answer", (t) => t.includes("Hello from the scripted model") &&
+    t.includes("stays text"));
+  if (!hello.includes('<img src=x onerror=alert(1)>')) fail(`raw HTML was not shown as text:\n${hello}`);
+  if (await frame.locator(".answer img").count()) fail("model HTML became an <img> element");
+  if (await frame.locator('.answer a[href^="javascript"]').count()) fail("a javascript: link was rendered");
+  if (!(await frame.locator(".code .hljs-built_in").count())) fail("the python code block is not highlighted");
+  const copy = frame.locator('.code button[data-action="copy"]').first();
+  await copy.click();
+  await until("the Copy button to confirm", async () => (await copy.innerText()) === "Copied", T.short);
+  await page.keyboard.press("Escape");
+  await shot("panel");
+  log("streamed answer shown in the panel (markdown safe, code block copied)");
+}
+
+async function twoSendsAtOnce() {
+  const input = promptInput();
+  const n = await turnCount();
+  await input.fill("Say hello again");
+  await input.press("Enter");
+  await input.fill("Say hello once more");
+  await input.press("Enter");
+  await waitTurn(n + 1, "the second answer", (t) => t.includes("stays text") && !/waiting for|answering/.test(t));
+  await waitTurn(n, "the first answer", (t) => t.includes("stays text"));
+  log("two prompts sent back to back were answered in the panel");
+}
+
+async function newChat() {
+  const frame = panelFrame();
+  await titleAction("New Chat");
+  await until("an empty panel", async () => (await frame.locator("section.turn").count()) === 0 &&
+    (await frame.locator("#empty").isVisible()), T.short);
+  log("New Chat (title bar) started an empty conversation");
+}
+
+async function reviewKeepAll({ ws }) {
+  const n = await turnCount();
+  await chatFromPalette("Please fix add in calc.py");
+  await waitPicker();
+  await until("the status bar to say 'waiting for your review' (and nothing else of the run)", async () =>
+    (await page.locator(".statusbar-item", { hasText: "waiting for your review" }).count()) >= 1 &&
+    (await page.locator(".statusbar-item", { hasText: /thinking|running/ }).count()) === 0, T.short);
+  await shot("review-picker");
+  await page.keyboard.press("Enter"); // one action keeps everything
+  await until("calc.py on disk to say `return a + b`", () => readCalc(ws).includes("return a + b"));
+  await waitTurn(n, "'Edit applied'", (t) => t.includes("Edit applied: calc.py"));
+  log("review: Enter kept the whole edit; calc.py changed on disk; the panel says so");
+}
+
+async function reviewKeepOne({ ws }) {
+  const n = await turnCount();
+  await chatFromPalette("Please touch two files");
+  await waitPicker();
+  const readme = page.locator(".quick-input-list .monaco-list-row", { hasText: "README.md" }).first();
+  await readme.locator(".quick-input-list-checkbox, input[type=checkbox], .monaco-checkbox").first().click()
+    .catch(() => readme.click());
+  await until("README.md to be unticked", async () =>
+    (await readme.getAttribute("aria-checked")) === "false" ||
+    !(await readme.locator("input[type=checkbox]").first().isChecked().catch(() => true)), T.short);
+  await shot("review-keep-one");
+  // Enter keeps the ticked files, even right after a click on a checkbox (VS Code's checkbox
+  // takes Enter as a toggle while it has the focus: the picker draws its rows anew).
+  await page.keyboard.press("Enter");
+  await until("calc.py on disk to hold the product comment", () => readCalc(ws).includes("# the product"));
+  await waitTurn(n, "'Edit partly applied'", (t) => t.includes("Edit partly applied") &&
+    t.includes("kept calc.py") && t.includes("rejected README.md"));
+  if (fs.readFileSync(path.join(ws, "README.md"), "utf8") !== "# calc\n") fail("README.md changed although it was left out");
+  await chatFromPalette("What did I keep?");
+  // The scripted model answers this only when its request says what was kept and rejected.
+  await waitTurn(n + 1, "the model told what was kept", (t) => t.includes("You kept calc.py; README.md was left out."));
+  await shot("review-kept-one");
+  log("review: one of two changes kept; disk, the panel and the model's next request say which");
+}
+
+async function refactorPreviewDiscard({ ws }) {
+  const n = await turnCount();
+  const before = readCalc(ws);
+  await chatFromPalette("Please square mul in calc.py");
+  await waitPicker();
+  // The refactor preview stays one click away: the picker's title button.
+  await page.locator(".quick-input-titlebar .action-label.codicon-checklist, .quick-input-titlebar a[aria-label*='refactor preview']")
+    .first().click();
+  const discard = page.locator(".bulk-edit-panel .monaco-button", { hasText: /^Discard$/ }).first();
+  await discard.waitFor({ state: "visible", timeout: T.long });
+  await shot("review-refactor-preview");
+  await discard.click();
+  await waitTurn(n, "'Edit not applied'", (t) => t.includes("Edit not applied") && t.includes("left unchanged"));
+  if (readCalc(ws) !== before) fail(`calc.py changed although the edit was discarded:\n${readCalc(ws)}`);
+  log("refactor preview reached from the picker and discarded; calc.py unchanged; the panel says so");
+}
+
+/** The text of the first editor group's editor (calc.py in the steps that open it). */
+const editorLines = () => page.locator(".part.editor .monaco-editor .view-lines").first();
+const editorText = async () => (await editorLines().innerText()).replace(/\u00a0/g, " ");
+const lightbulb = () => page.locator(".part.editor :is(.lightBulbWidget, .lightbulb-glyph)").first();
+
+async function codeActionFromTheLightbulb() {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("F1");
+  await answerInputBoxLoose("calc.py"); // without the ">" the quick input opens files
+  await until("calc.py open in the editor", async () => (await editorText()).includes("def add"));
+  const bulb = lightbulb();
+  const action = page.locator(".action-widget .monaco-list-row, .context-view .action-item",
+                              { hasText: "AgentLS: Add documentation" }).first();
+  // Select add(); the bulb is computed for the selection after a moment: open its menu
+  // until the selection's actions are in it (select again if the bulb went away).
+  await until("'AgentLS: Add documentation' in the lightbulb menu", async () => {
+    await page.keyboard.press("Escape");
+    await page.locator(".part.editor .monaco-editor .view-line").first().click();
+    await page.keyboard.press("Home");
+    await page.keyboard.press("Shift+ArrowDown");
+    await page.keyboard.press("Shift+ArrowDown");
+    try {
+      await bulb.waitFor({ state: "visible", timeout: 5_000 });
+      await bulb.click();
+      await action.waitFor({ state: "visible", timeout: 3_000 });
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  await shot("code-actions");
+  await action.click();
+  await acceptPreview(); // the action's edit needs confirmation too
+  await until("the docstring in the editor", async () =>
+    (await editorText()).includes("Return the sum of a and b."));
+  log("code action 'AgentLS: Add documentation' resolved and applied");
+}
+
+async function explainInTheChat(s) {
+  const n = await turnCount();
+  const bulb = lightbulb();
+  const explain = page.locator(".action-widget .monaco-list-row, .context-view .action-item",
+                               { hasText: "AgentLS: Explain" }).first();
+  await until("'AgentLS: Explain' in the lightbulb menu for mul()", async () => {
+    await page.keyboard.press("Escape");
+    await page.locator(".part.editor .monaco-editor .view-line", { hasText: "def mul" }).first().click();
+    await page.keyboard.press("Home");
+    await page.keyboard.press("Shift+ArrowDown");
+    await page.keyboard.press("Shift+ArrowDown");
+    try {
+      await bulb.waitFor({ state: "visible", timeout: 5_000 });
+      await bulb.click();
+      await explain.waitFor({ state: "visible", timeout: 3_000 });
+      // The menu is the selection's (not the cursor's a moment before) when it offers
+      // the actions that need a selection.
+      await page.locator(".action-widget .monaco-list-row, .context-view .action-item",
+                         { hasText: "AgentLS: Rewrite selection" }).first()
+        .waitFor({ state: "visible", timeout: 1_000 });
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  await explain.click();
+  await waitTurn(n, "the explanation in the panel", (t) => t.startsWith("Explain the selected code (calc.py") &&
+    t.includes("multiplies its two arguments") && t.includes("Return the product"));
+  if (fs.existsSync(path.join(s.ws, ".agentls", "explain"))) fail("Explain still wrote a file under .agentls/explain/");
+  s.explainTurn = n;
+  log("Explain answered in the chat panel (no Markdown file)");
+}
+
+async function applyCodeBlock({ explainTurn }) {
+  const applyButton = panelFrame().locator("section.turn").nth(explainTurn)
+    .locator('.code button[data-action="apply"]').first();
+  await applyButton.click();
+  await waitPicker(); // the server's edit, reviewed like any agent edit
+  await shot("apply-code-block");
+  await page.keyboard.press("Enter");
+  await until("the applied code block in the editor", async () =>
+    (await editorText()).includes("Return the product of a and b."));
+  if (!(await editorText()).includes("Return the sum of a and b.")) fail("Apply replaced more than the selection");
+  log("Apply on a code block went through the review; kept, the selection was replaced");
+}
+
+async function approveShellCommand() {
+  const n = await turnCount();
+  await chatFromPalette("Please run the check");
+  const dialog = page.locator(".monaco-dialog-box");
+  await dialog.waitFor({ state: "visible", timeout: T.long });
+  const dialogText = await dialog.innerText();
+  if (!dialogText.includes("echo scripted-check-ok")) fail(`the modal does not show the command:\n${dialogText}`);
+  if (dialogText.includes("`")) fail(`the modal shows markdown backticks:\n${dialogText}`);
+  if ((dialogText.match(/sandboxed/gi) ?? []).length > 1) fail(`the modal says 'sandboxed' twice:\n${dialogText}`);
+  const buttons = await dialog.locator(".monaco-button").allInnerTexts();
+  // VS Code orders a dialog's buttons itself (the default last on Linux): compare as a set.
+  if (JSON.stringify(buttons.map((b) => b.trim()).filter(Boolean).sort()) !==
+      JSON.stringify(["Allow for this session", "Allow once", "Deny"])) {
+    fail(`the modal's buttons are ${JSON.stringify(buttons)}`);
+  }
+  await shot("approval");
+  await dialog.locator(".monaco-button", { hasText: /^Allow once$/ }).click();
+  await waitTurn(n, "the answer after the approved command",
+                 (t) => t.includes("The check printed scripted-check-ok."));
+  log("shell command approved in the modal; the run finished");
+}
+
+async function cancelLongRun() {
+  const frame = panelFrame();
+  const n = await turnCount();
+  await chatFromPalette("Tell me a long story");
+  await waitTurn(n, "the long answer to start streaming", (t) => t.includes("Once upon"));
+  // Select the previous answer while this one streams: the selection must survive it (only
+  // the streaming turn's new text is drawn, nothing is redrawn).
+  const selected = await frame.locator("section.turn").nth(n - 1).locator(".answer").last().evaluate((node) => {
+    const selection = node.ownerDocument.getSelection();
+    selection.selectAllChildren(node);
+    return selection.toString();
+  });
+  await waitTurn(n, "more of the long answer", (t) => t.includes("very long scripted"));
+  const still = await frame.locator("body").evaluate((body) => body.ownerDocument.getSelection().toString());
+  if (!selected || still !== selected) fail(`the selection did not survive streaming: ${JSON.stringify([selected, still])}`);
+  log("a selection in the panel survived the streaming of the next answer");
+  await titleAction("Cancel");
+  await waitTurn(n, "the run to stop as cancelled", (t) => /cancelled/.test(t), T.short * 2);
+  const stopped = (await panelTurnText(n)).length;
+  await new Promise((r) => setTimeout(r, 1000));
+  if ((await panelTurnText(n)).length !== stopped) fail("text kept streaming after Cancel");
+  if (await frame.locator("#cancel").isVisible()) fail("the Cancel button is still shown");
+  log("long run cancelled from the panel's title bar");
+  await shot("cancelled");
+}
+
+async function fileMention() {
+  const frame = panelFrame();
+  const input = promptInput();
+  const n = await turnCount();
+  await input.click();
+  await input.pressSequentially("Summarize the attached file @calc");
+  const option = frame.locator("#mentions .mention", { hasText: "file:calc.py" }).first();
+  await option.waitFor({ state: "visible", timeout: T.short });
+  await shot("mention-completion");
+  await option.click();
+  if (!(await input.inputValue()).includes("#file:calc.py ")) fail(`the mention was not inserted: ${await input.inputValue()}`);
+  await input.press("Enter");
+  // The scripted step matches only a request that carries calc.py's text (e2e/script.yaml).
+  const mentioned = await waitTurn(n, "the answer about the attached file",
+                                   (t) => t.includes("The attached calc.py defines add and mul."));
+  const chip = frame.locator("section.turn").nth(n).locator(".chip .chip-name");
+  if ((await chip.allTextContents()).join() !== "calc.py") fail(`no calc.py chip on the turn:\n${mentioned}`);
+  log("#file:calc.py completed from '@calc', shown as a chip, and its text was in the model's request");
+}
+
+async function switchModel() {
+  const frame = panelFrame();
+  const input = promptInput();
+  const n = await turnCount();
+  const modelButton = frame.locator("#model");
+  await until("the header with the session's model", async () =>
+    (await modelButton.isVisible()) && (await modelButton.innerText()).includes("scripted-model"), T.short);
+  await modelButton.click();
+  await answerInputBoxLoose("scripted-model-2");
+  await until("the header to name the new model", async () =>
+    (await modelButton.innerText()).includes("scripted-model-2"), T.short);
+  await until("the status bar to name the new model, once", async () =>
+    (await page.locator(".statusbar-item", { hasText: "scripted-model-2" }).count()) === 1 &&
+    (await page.locator(".statusbar-item", { hasText: "AgentLS: scripted-model-2 · agent" }).count()) === 1, T.short);
+  await input.fill("Which model are you?");
+  await input.press("Enter");
+  await waitTurn(n, "the second model's answer, marked with its name",
+                 (t) => t.includes("Answered by the second scripted model.") && t.includes("scripted-model-2"));
+  log("model switched from the panel's header: the next turn was answered by scripted-model-2 and says so");
+}
+
+async function panelScreenshots({ explainTurn }) {
+  const frame = panelFrame();
+  for (const theme of ["Light Modern", "Dark Modern"]) {
+    await setTheme(theme);
+    for (const width of [300, 600]) {
+      await setSidebarWidth(width);
+      const name = `panel-${width}-${theme.includes("Light") ? "light" : "dark"}`;
+      await frame.locator("section.turn").nth(explainTurn).locator(".code").first().scrollIntoViewIfNeeded();
+      await shot(`${name}-code`);
+      await checkCodeBlockLayout(frame, explainTurn, width);
+      await frame.locator("section.turn").last().scrollIntoViewIfNeeded();
+      await shot(name);
+    }
+  }
+  await setSidebarWidth(400);
+}
+
+async function historyFromTitleBar() {
+  const frame = panelFrame();
+  await titleAction("Chat History");
+  await answerInputBoxLoose("Say hello");
+  await until("the first session back in the panel", async () =>
+    (await frame.locator("section.turn .prompt").allTextContents()).join("|") ===
+      "Say hello|Say hello again|Say hello once more");
+  log("History (title bar) reopened the first session: the two back-to-back prompts are in it, one session");
+}
+
+async function longSession({ timings }) {
+  const frame = panelFrame();
+  const input = promptInput();
+  await titleAction("Chat History");
+  await answerInputBoxLoose("Bench: a 1,000-turn conversation");
+  await until("the latest 200 stored turns drawn", async () =>
+    (await frame.locator("section.turn").count()) === 200 &&
+    (await frame.locator("section.turn .prompt").first().textContent()) === "Question 801: what does step 801 do?");
+  await input.fill("Stream the long answer");
+  await input.press("Enter");
+  await waitTurn(200, "the long answer to finish", (t) => t.includes("Step 222") && !/answering/.test(t), 120_000);
+  await until("the chunk timings", () => fs.existsSync(timings) &&
+    fs.readFileSync(timings, "utf8").includes('"figure":"chunks"'), T.short);
+  log("streamed the 2,000-line answer after 200 turns");
+}
+
+async function historyAfterReload() {
+  log(`reload at ${new Date().toISOString()}`);
+  await page.reload();
+  await page.locator(".monaco-workbench").waitFor({ timeout: T.long });
+  let shown = "(the panel was not found)";
+  const reloaded = Date.now();
+  let focused = false;
+  try {
+    await until("the conversation restored from agentls/history", async () => {
+      if (!focused && Date.now() - reloaded > 15_000 &&
+          (await page.locator("iframe.webview.ready").count()) === 0) {
+        // The workbench did not bring the view back (its layout is VS Code's, not ours):
+        // open it as a person would, and say so.
+        focused = true;
+        log("the chat view was not open after the reload: opening it from the palette");
+        await palette("AgentLS: Focus on Chat View");
+      }
+      const turns = await panelFrame().locator("section.turn .prompt").allTextContents();
+      shown = turns.length ? `the prompts ${JSON.stringify(turns)}`
+        : JSON.stringify((await panelFrame().locator("#root").innerText({ timeout: 2_000 })).slice(0, 200));
+      return turns.includes("Question 900: what does step 900 do?") && turns.includes("Stream the long answer")
+        ? turns : false;
+    });
+  } catch (error) {
+    throw new Fatal(`${error.message}; the panel showed ${shown}`);
+  }
+  log("after a reload the panel shows the session again (agentls/history)");
+}
+
+async function restoredAtTheEnd() {
+  const restoredFrame = panelFrame();
+  const end = await atTheEnd(restoredFrame);
+  if (!(await restoredFrame.locator("section.turn").last().textContent()).includes("Step 223")) {
+    fail("the last turn is not the streamed long answer");
+  }
+  await shot("restored");
+  log(`the restored log opened at its end (${end.gap.toFixed(0)} px below the view, ` +
+      `${end.scrollHeight} px of log); the long answer's last line on screen`);
 }
 
 /** A reopened session's page shows its latest turns under "Earlier turns (N more)";
@@ -775,8 +907,8 @@ async function setSidebarWidth(width) {
 }
 
 /** The code block's buttons sit above the code, never over it, at this width. */
-async function checkCodeBlockLayout(frame, width) {
-  const block = frame.locator("section.turn").nth(4).locator(".code").first();
+async function checkCodeBlockLayout(frame, turn, width) {
+  const block = frame.locator("section.turn").nth(turn).locator(".code").first();
   const head = await block.locator(".code-head").boundingBox();
   const code = await block.locator("pre").boundingBox();
   for (const name of ["copy", "insert", "apply"]) {
