@@ -25,6 +25,9 @@ KINDS: dict[str, ToolKind] = {
     "git_log": "read", "search_text": "search", "search_semantic": "search",
     "write_file": "edit", "edit_file": "edit", "apply_patch": "edit", "delete_file": "delete",
     "shell_exec": "execute", "ask_user": "think",
+    # The language servers' answers (tools/code_intel.py) and the loop's check of its work.
+    "diagnostics": "read", "definition": "read", "hover": "read", "references": "search",
+    "workspace_symbols": "search", "check": "think",
 }
 EDIT_TOOLS = frozenset({"write_file", "edit_file", "apply_patch", "delete_file"})
 OUTPUT_LIMIT = 8_000  # characters of a command's output shown in the client
@@ -54,6 +57,15 @@ def title_of(name: str, args: dict[str, Any]) -> str:
         return f"Search for code about “{args.get('query', '')}”"
     if name == "apply_patch":
         return "Apply a patch"
+    if name == "check":
+        return "Check the changed files with the language servers"
+    if name in ("definition", "references", "hover"):
+        target = args.get("symbol") or f"line {args.get('line', '?')}"
+        return f"{name.capitalize()} of {target} in {path}"
+    if name == "diagnostics":
+        return f"Diagnostics of {', '.join(args.get('paths') or []) or 'the changed files'}"
+    if name == "workspace_symbols":
+        return f"Symbols matching `{args.get('query', '')}`"
     verbs = {"read_file": "Read", "list_files": "List", "write_file": "Write",
              "edit_file": "Edit", "delete_file": "Delete"}
     if name in verbs:

@@ -369,7 +369,7 @@ class Headless:
             index=self.iteration, run_id=outcome.run_id,
             duration_ms=round(1000 * (time.monotonic() - started)), turns=outcome.turns,
             stop_reason=outcome.reason, usage=outcome.usage, changed=outcome.changed,
-            cached_turns=outcome.cached_turns))
+            cached_turns=outcome.cached_turns, check=outcome.check))
         self.report.text = outcome.text
         if outcome.reason != "done":
             error = outcome.error

@@ -114,6 +114,7 @@ class IterationReport:
     changed: bool  # whether this iteration changed any file in the pending changes
     completion: Completion | None = None
     cached_turns: int = 0  # of ``turns``, answered from the response cache
+    check: dict[str, Any] | None = None  # the language servers' check of its changes
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -197,6 +198,9 @@ class Report:
             "changesNote": self.changes_note,
             "dryRun": self.dry_run,
             "completion": completion,
+            # The last check of the changes by the language servers (docs/LANGUAGE_SERVERS.md):
+            # status clean | problems | failed | skipped, summary, files, new_problems, failures.
+            "check": next((i.check for i in reversed(self.iterations) if i.check), None),
             "text": self.text,
             "error": self.error.to_dict() if self.error else None,
             "artifactsDir": self.artifacts_dir,

@@ -47,6 +47,7 @@ class Outcome:
     changed: bool = False
     error: ErrorInfo | None = None
     cached_turns: int = 0  # answers replayed from the response cache
+    check: dict[str, Any] | None = None  # the loop's check of its changes (engine/check.py)
 
 
 @dataclass
@@ -118,7 +119,7 @@ class EngineRunner:
         reason, error = _engine_stop(result)
         return Outcome(reason, run_id, result.text, result.usage, result.iterations,
                        _fingerprint(self.workspace.changeset) != before, error,
-                       result.cached_turns)
+                       result.cached_turns, result.check)
 
     def cancel(self) -> bool:
         return self._run_id is not None and self.agent.cancel(self._run_id)

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from agentls.engine.sessions.store import SessionInfo, SessionStore
 
 READ_TOOLS = ("list_files", "read_file", "search_text", "search_semantic", "git_status",
-              "git_diff", "git_log")
+              "git_diff", "git_log", "diagnostics", "definition", "references",
+              "workspace_symbols", "hover")
 EDIT_TOOLS = ("write_file", "edit_file", "apply_patch", "delete_file")
 SHELL_TOOL = "shell_exec"
 METADATA_KEY = "permission_mode"

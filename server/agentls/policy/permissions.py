@@ -40,6 +40,12 @@ DEFAULT_TOOL_PERMISSIONS: dict[str, Permission] = {
     "git_status": "allow",
     "git_diff": "allow",
     "git_log": "allow",
+    # The language servers' answers (tools/code_intel.py): reads.
+    "diagnostics": "allow",
+    "definition": "allow",
+    "references": "allow",
+    "workspace_symbols": "allow",
+    "hover": "allow",
     # Changes land in the ChangeSet; the editor's preview is the confirmation.
     "write_file": "allow",
     "edit_file": "allow",

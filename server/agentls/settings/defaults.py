@@ -5,7 +5,7 @@ The settings' defaults and each key's shape, for reading settings without pydant
 
 from typing import Any
 
-SOURCE_HASH = 'f6d7416ad5926ea665146a905f6c7d90fc4cfee636e3f50a32cfa6eba1730ddf'
+SOURCE_HASH = '27b162e4f6e12be07ec7cf09bdda8a43e50202eb1753cda10a2e728958f803a7'
 
 DEFAULTS: dict[str, Any] = {'backend': 'openai',
  'backends': {'openai': {'type': 'openai',
@@ -70,6 +70,11 @@ DEFAULTS: dict[str, Any] = {'backend': 'openai',
                            'git_status': 'allow',
                            'git_diff': 'allow',
                            'git_log': 'allow',
+                           'diagnostics': 'allow',
+                           'definition': 'allow',
+                           'references': 'allow',
+                           'workspace_symbols': 'allow',
+                           'hover': 'allow',
                            'write_file': 'allow',
                            'edit_file': 'allow',
                            'apply_patch': 'allow',

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentls.tools import files
+from agentls.tools import code_intel, files
 from agentls.tools.git import read as git
 from agentls.tools.output import fail
 from agentls.tools.search import text as search
@@ -140,4 +140,9 @@ TOOLS: dict[str, tuple[type[BaseModel], Runner]] = {
     "git_status": (GitStatusParams, _git_status),
     "git_diff": (GitDiffParams, _git_diff),
     "git_log": (GitLogParams, _git_log),
+    "diagnostics": (code_intel.DiagnosticsParams, code_intel.diagnostics),
+    "definition": (code_intel.PositionParams, code_intel.definition),
+    "references": (code_intel.ReferencesParams, code_intel.references),
+    "workspace_symbols": (code_intel.WorkspaceSymbolsParams, code_intel.workspace_symbols),
+    "hover": (code_intel.PositionParams, code_intel.hover),
 }

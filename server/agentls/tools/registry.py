@@ -115,7 +115,26 @@ DEFAULT_TOOLS: tuple[ToolDef, ...] = (
     ToolDef("git_diff", "Uncommitted (or staged) changes as a unified diff.",
             BUILTIN, _builtin("git_diff"), True),
     ToolDef("git_log", "The last commits.", BUILTIN, _builtin("git_log"), True),
+    # The project's language servers over your pending edits (offered when one covers it).
+    ToolDef("diagnostics", "Errors and warnings from the project's language servers (type "
+            "checker, linter) for files as you changed them; no paths: the files you changed "
+            "this turn. Problems your changes introduced are marked (new).",
+            BUILTIN, _builtin("diagnostics"), True),
+    ToolDef("definition", "Where a name is defined (path:line: the line), as the language "
+            "server resolves it, your pending edits included.",
+            BUILTIN, _builtin("definition"), True),
+    ToolDef("references", "Every use of a name across the workspace (count, path:line: the "
+            "line), your pending edits included: check callers before changing a signature.",
+            BUILTIN, _builtin("references"), True),
+    ToolDef("workspace_symbols", "Find functions, classes and other symbols by name "
+            "(kind name path:line).", BUILTIN, _builtin("workspace_symbols"), True),
+    ToolDef("hover", "The type and documentation of a name, as the language server shows it.",
+            BUILTIN, _builtin("hover"), True),
 )
+
+CODE_INTEL_TOOLS = frozenset(
+    ("diagnostics", "definition", "references", "workspace_symbols", "hover"))
+"""Offered only when a language server covers the workspace (``tools/code_intel.py``)."""
 
 
 @functools.cache
@@ -163,7 +182,8 @@ def params_of(tool: ToolDef) -> type[BaseModel]:
 
 
 # tool_schemas.SOURCE_HASH is the hash of these, in this order (devtools/tool_schema_table.py).
-SCHEMA_SOURCES = ("builtin.py", "files.py", "search/text.py", "shell/shell_exec.py", "git/read.py")
+SCHEMA_SOURCES = ("builtin.py", "files.py", "search/text.py", "shell/shell_exec.py", "git/read.py",
+                  "code_intel.py")
 
 
 @functools.cache
@@ -201,7 +221,10 @@ class ToolBox:
     ) -> None:
         wanted = set(only) if only is not None else None
         self.context = context
-        self._tools = {t.name: t for t in tools if wanted is None or t.name in wanted}
+        # The language servers' tools only where one covers the workspace.
+        absent = CODE_INTEL_TOOLS if context.code_intel is None else frozenset()
+        self._tools = {t.name: t for t in tools
+                       if (wanted is None or t.name in wanted) and t.name not in absent}
         self._schemas = [
             ToolSchema(t.name, t.description, _schema(t)) for t in self._tools.values()
             if t.listed

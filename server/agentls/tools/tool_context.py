@@ -15,6 +15,7 @@ from agentls.workspace.fence import Workspace
 
 if TYPE_CHECKING:  # the index is opened (and its modules imported) by its first search
     from agentls.index.service import WorkspaceSearch
+    from agentls.langservers.pool import LangServers
 
 
 @dataclass
@@ -33,6 +34,8 @@ class ToolContext:
     sandbox: ShellSandbox = field(default_factory=ShellSandbox)
     # Opens the workspace's search index on first use (None: search_semantic unavailable).
     search_index: Callable[[], WorkspaceSearch] | None = None
+    # The project's language servers (diagnostics, definition ...); None: none covers it.
+    code_intel: LangServers | None = None
 
 
 Runner = Callable[[ToolContext, Any], Awaitable[dict[str, Any]]]

@@ -6,7 +6,7 @@ The built-in tools' JSON Schemas as sent to the model, so the first request need
 
 from typing import Any
 
-SOURCE_HASH = '2d3bcfc84a3a83fa8cae495214d202e172745672c47cbe9d480e7517d54f2031'
+SOURCE_HASH = 'ffdb26a29c871f73a15604afeb7c68a22c532407c3f209553d6a492622b838c6'
 
 SCHEMAS: dict[str, dict[str, Any]] = {'list_files': {'properties': {'path': {'default': '.',
                                         'description': 'Folder to list.',
@@ -124,4 +124,72 @@ SCHEMAS: dict[str, dict[str, Any]] = {'list_files': {'properties': {'path': {'de
                                   'maximum': 50,
                                   'minimum': 1,
                                   'type': 'integer'}},
-             'type': 'object'}}
+             'type': 'object'},
+ 'diagnostics': {'properties': {'paths': {'description': 'Files to check; empty: the files you '
+                                                         'changed this turn.',
+                                          'items': {'type': 'string'},
+                                          'type': 'array'},
+                                'severity': {'default': 'warning',
+                                             'description': 'Least severity shown: error, '
+                                                            'warning, info or hint.',
+                                             'pattern': '^(error|warning|info|hint)$',
+                                             'type': 'string'}},
+                 'type': 'object'},
+ 'definition': {'properties': {'path': {'description': 'The file.',
+                                        'minLength': 1,
+                                        'type': 'string'},
+                               'line': {'description': 'Line number (1-based).',
+                                        'minimum': 1,
+                                        'type': 'integer'},
+                               'symbol': {'type': 'string',
+                                          'description': 'The name on that line to ask about '
+                                                         '(its first whole-word occurrence).'},
+                               'column': {'minimum': 1,
+                                          'type': 'integer',
+                                          'description': 'Or the column (1-based) instead of '
+                                                         'symbol.'}},
+                'required': ['path', 'line'],
+                'type': 'object'},
+ 'references': {'properties': {'path': {'description': 'The file.',
+                                        'minLength': 1,
+                                        'type': 'string'},
+                               'line': {'description': 'Line number (1-based).',
+                                        'minimum': 1,
+                                        'type': 'integer'},
+                               'symbol': {'type': 'string',
+                                          'description': 'The name on that line to ask about '
+                                                         '(its first whole-word occurrence).'},
+                               'column': {'minimum': 1,
+                                          'type': 'integer',
+                                          'description': 'Or the column (1-based) instead of '
+                                                         'symbol.'},
+                               'max_results': {'default': 50,
+                                               'maximum': 100,
+                                               'minimum': 1,
+                                               'type': 'integer'}},
+                'required': ['path', 'line'],
+                'type': 'object'},
+ 'workspace_symbols': {'properties': {'query': {'description': 'A name or part of one.',
+                                                'minLength': 1,
+                                                'type': 'string'},
+                                      'max_results': {'default': 30,
+                                                      'maximum': 100,
+                                                      'minimum': 1,
+                                                      'type': 'integer'}},
+                       'required': ['query'],
+                       'type': 'object'},
+ 'hover': {'properties': {'path': {'description': 'The file.',
+                                   'minLength': 1,
+                                   'type': 'string'},
+                          'line': {'description': 'Line number (1-based).',
+                                   'minimum': 1,
+                                   'type': 'integer'},
+                          'symbol': {'type': 'string',
+                                     'description': 'The name on that line to ask about (its '
+                                                    'first whole-word occurrence).'},
+                          'column': {'minimum': 1,
+                                     'type': 'integer',
+                                     'description': 'Or the column (1-based) instead of '
+                                                    'symbol.'}},
+           'required': ['path', 'line'],
+           'type': 'object'}}

@@ -10,6 +10,7 @@ import pytest
 from agentls.sandbox.bwrap import SandboxSettings
 from agentls.tools.permission_gate import ApprovalRequest, PermissionPolicy
 from agentls.tools.registry import (
+    CODE_INTEL_TOOLS,
     DEFAULT_TOOLS,
     ToolBox,
     ToolContext,
@@ -29,7 +30,8 @@ def box(tmp_path: Path) -> ToolBox:
 
 def test_schemas_are_plain_json_schema_and_cached(box: ToolBox) -> None:
     by_name = {s.name: s for s in box.schemas()}
-    assert set(by_name) == {t.name for t in DEFAULT_TOOLS}
+    # The language servers' tools are offered only where a server covers the workspace.
+    assert set(by_name) == {t.name for t in DEFAULT_TOOLS} - CODE_INTEL_TOOLS
     edit = by_name["edit_file"].parameters
     assert "$defs" not in json.dumps(edit) and "title" not in edit
     # Lean: no additionalProperties (extra arguments are refused when checked, below).

@@ -7,8 +7,9 @@ every assistant tool call in the store gets its tool result, so the next request
 
 Here: the run and its loop (prompt, stream, stop). Tool calls are run by ``tool_dispatch``,
 the run's and session's state kept by ``turns``, long histories summarised by ``compaction``,
-related code found by ``related_code``. At ~430 lines it stays one: what is left is one run's
-life, from its first request to its result, and cutting it would scatter that story.
+related code found by ``related_code``, its own work checked by ``check``. At ~610 lines it
+stays one: what is left is one run's life, from its first request to its result, and cutting
+it would scatter that story.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentls.engine import model_choice as models
 from agentls.engine import modes, review_notes
+from agentls.engine.check import CheckState
 from agentls.engine.events import (
     DoneEvent,
     ErrorEvent,
@@ -79,6 +81,7 @@ from agentls.workspace.changeset import ChangeSet, FileDiff
 from agentls.workspace.fence import Workspace
 
 if TYPE_CHECKING:  # the hub (and the MCP client) is imported by the first run that needs it
+    from agentls.langservers.pool import LangServers
     from agentls.tools.mcp.hub import McpHub
 
 log = logging.getLogger(__name__)
@@ -110,6 +113,7 @@ class RunResult:
     actions_message_id: int | None = None
     diffs: list[FileDiff] = field(default_factory=list)  # of the changes to send, if any
     cached_turns: int = 0  # model answers replayed from the response cache
+    check: dict[str, Any] | None = None  # the last check of its changes (engine/check.py)
 
 
 class Agent:
@@ -134,6 +138,8 @@ class Agent:
         self.search_hub = IndexHub(settings)
         # MCP servers: started on the first run that offers tools, kept until aclose().
         self._mcp: McpHub | None = None
+        # The project's language servers: made on the first run, started on first use.
+        self._langservers: LangServers | None = None
         self._sessions: OrderedDict[str, SessionState] = OrderedDict()
         self._tasks: dict[str, asyncio.Task[RunResult]] = {}
         # Shared with whoever gathers them ahead of the first run (an editor, at start-up).
@@ -153,9 +159,30 @@ class Agent:
         return self._mcp
 
     async def aclose(self) -> None:
-        """End what the engine started for its runs (MCP servers)."""
+        """End what the engine started for its runs (MCP servers, language servers)."""
         if self._mcp is not None:
             await self._mcp.aclose()
+        if self._langservers is not None:
+            await self._langservers.aclose()
+
+    async def code_intel(self, workspace: Workspace, frontend: Frontend
+                         ) -> LangServers | None:
+        """The language servers when one covers the workspace (its tools are offered then);
+        a configured server that cannot be used is told once."""
+        lsp = self.settings.lsp
+        if not lsp.detect and not lsp.servers:
+            return None
+        if self._langservers is None:
+            from agentls.langservers.pool import LangServers
+
+            self._langservers = LangServers(lsp, self.settings.sandbox,
+                                            secret_env=secret_env(self.settings))
+        servers = self._langservers
+        servers.configure(lsp, self.settings.sandbox, secret_env(self.settings))
+        covers = await asyncio.to_thread(servers.covers, workspace)
+        for note in servers.notes(workspace):
+            frontend.on_event(StatusEvent(message=note, warning=True))
+        return servers if covers else None
 
     async def start_mcp_servers(self, workspace: Workspace) -> None:
         """Start the MCP servers set to ``start = "session"`` now (the editor's server calls
@@ -311,6 +338,7 @@ class Agent:
                 message=error_message, error_kind=error.kind if error else stop,
                 hint=error.hint if error else hint))
         changeset = workspace.changeset
+        check = run.check.last.to_dict() if run.check and run.check.last else None
         diffs: list[FileDiff] = []
         if stop != "cancelled":
             try:  # diffing big files takes a while: not on the event loop
@@ -325,7 +353,7 @@ class Agent:
         frontend.on_event(DoneEvent(stop_reason=stop, text=text, cached_turns=run.cached_turns))
         return RunResult(
             run_id, session_id, stop, text, changeset, run.usage, run.iterations, send,
-            error, error_message, run.commands, actions_id, diffs, run.cached_turns,
+            error, error_message, run.commands, actions_id, diffs, run.cached_turns, check,
         )
 
     async def _loop(
@@ -352,6 +380,8 @@ class Agent:
             mcp_defs, policy = await mcp_tools_for_run(
                 self.settings, self.mcp, workspace, request.prompt, run.session.id, policy,
                 frontend)
+        code_intel = await self.code_intel(workspace, frontend)
+        run.check = CheckState(self.settings.agent)
         toolbox = ToolBox(
             ToolContext(
                 workspace,
@@ -362,6 +392,7 @@ class Agent:
                 tool_timeout_s=self.settings.tool_timeout_s,
                 sandbox=state.sandbox,
                 search_index=lambda: self.search_hub.get(workspace),
+                code_intel=code_intel,
             ),
             [*DEFAULT_TOOLS, *mcp_defs],
             only=modes.allowed_tools(modes.of_session(run.session), request.tools),
@@ -413,6 +444,14 @@ class Agent:
                     return "refusal"
                 if repeated_answer(run, response.text, ()):
                     return "no_progress"
+                if run.check.due(code_intel, workspace):  # its last edit: check the work
+                    assert code_intel is not None
+                    found = await run.check.run(code_intel, workspace, frontend)
+                    if found.status == "problems" and run.check.turns_left > 0:
+                        run.check.turns_left -= 1
+                        append_message(self.store, run, Message.user(found.for_model()),
+                                       {"internal": "check"})
+                        continue
                 return "done"
 
             if repeated_calls(run, response.tool_calls):

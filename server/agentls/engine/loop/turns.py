@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentls.engine import review_notes
 from agentls.engine.events import EditEvent, FileChangeInfo
@@ -21,6 +21,9 @@ from agentls.tools.permission_gate import SessionGrants
 from agentls.tools.shell.sandboxed import ShellSandbox
 from agentls.workspace.changeset import ChangeSummary, FileDiff
 from agentls.workspace.fence import Workspace
+
+if TYPE_CHECKING:
+    from agentls.engine.check import CheckState
 
 # max_tokens: the answer was still cut at the model's output limit after the continuations;
 # refusal: the model refused (OpenAI's refusal field) or its server filtered the answer.
@@ -63,6 +66,7 @@ class RunState:
         # Told once a run: calls read from the model's text; tools described in the prompt.
         self.told_calls_from_text = False
         self.told_tools_as_text = False
+        self.check: CheckState | None = None  # the loop's check of its own work
 
 
 def append_message(store: SessionStore, run: RunState, message: Message,
