@@ -195,6 +195,52 @@ def program_paths(command: str, environ: Mapping[str, str]) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
+# Folders whose files are credentials: an argument there is refused, never shown inside.
+CREDENTIAL_DIRS = frozenset({".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker",
+                             ".password-store", ".netrc", ".pgpass", ".git-credentials"})
+
+
+class ArgumentRefused(Exception):
+    """A server's argument names a path the sandbox will not show; the message says why."""
+
+
+def argument_paths(args: Sequence[str], cwd: Path, environ: Mapping[str, str]) -> list[str]:
+    """What the sandbox must show of the files a server's arguments name (``server.py``,
+    ``--config=/tmp/x/conf.json``), read-only: each existing file or folder, and a script's
+    folder (it may import its neighbours) unless that folder is too wide (``/``, ``/tmp``, a
+    home, ``~/.local``). Only paths the sandbox would hide matter (``/tmp``, homes); a path in
+    a credentials folder (``~/.ssh`` …) raises :class:`ArgumentRefused`."""
+    home = environ.get("HOME") or os.path.expanduser("~")
+    too_wide = {"/", "/usr", "/usr/local", "/opt", "/tmp", "/var/tmp", home,
+                os.path.join(home, ".local"), *home_dirs(environ)}
+    hidden = (*PRIVATE_DIRS, *home_dirs(environ))
+    paths: list[str] = []
+    for arg in args:
+        candidate = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+        if not candidate or candidate.startswith("-") or "\0" in candidate:
+            continue
+        path = os.path.expanduser(candidate)
+        if not os.path.isabs(path):
+            if "/" not in path and not path.endswith((".py", ".js", ".mjs", ".cjs", ".ts")):
+                continue  # a plain word, not a path
+            path = os.path.join(str(cwd), path)
+        if not os.path.exists(path):
+            continue
+        real = os.path.realpath(path)
+        if not _under(real, hidden):
+            continue  # visible inside as it is
+        parts = set(Path(real).parts)
+        if parts & CREDENTIAL_DIRS:
+            raise ArgumentRefused(
+                f"the argument {arg!r} names {real}, in a folder of credentials; the sandbox "
+                "does not show it. Move what the server needs elsewhere")
+        paths.append(real)
+        folder = os.path.dirname(real)
+        if os.path.isfile(real) and folder not in too_wide:
+            paths.append(folder)
+    return list(dict.fromkeys(paths))
+
+
 def _install_root(path: str, environ: Mapping[str, str]) -> str | None:
     folder = os.path.dirname(path)
     if os.path.basename(folder) != "bin":

@@ -22,8 +22,10 @@ from pathlib import Path
 
 from agentls.policy.redaction import known_secrets
 from agentls.sandbox.bwrap import (
+    ArgumentRefused,
     ProgramNotFound,
     SandboxSettings,
+    argument_paths,
     bwrap_argv,
     home_dirs,
     probe,
@@ -113,9 +115,12 @@ def stdio_launch(name: str, config: McpServerConfig, sandbox: SandboxSettings, w
             f"MCP server {name!r} must run in the sandbox and no sandbox can run here "
             f"({status.detail}). Fix: {status.fix}; or set mcp.servers.{name}.sandbox = false "
             "to run it directly (unsafe: it sees your files, keys and network)")
+    try:  # the program, its interpreter and installation, and the files its arguments name
+        shown = [*program_paths(command, env_in), *argument_paths(config.args, root, env_in)]
+    except ArgumentRefused as exc:
+        raise LaunchError(f"MCP server {name!r} cannot start in the sandbox: {exc}") from None
     settings = sandbox.model_copy(update={
-        "network": config.network,
-        "read_paths": [*sandbox.read_paths, *program_paths(command, env_in)]})
+        "network": config.network, "read_paths": [*sandbox.read_paths, *shown]})
     env = server_environment(config, env_in, secret_env, home=SANDBOX_HOME, tmpdir=SANDBOX_TMP)
     folder = tempfile.mkdtemp(prefix=f"agentls-mcp-{name}-")
     try:

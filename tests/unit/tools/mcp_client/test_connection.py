@@ -220,3 +220,49 @@ def test_program_paths_never_expose_a_whole_home(tmp_path: Path) -> None:
     paths = program_paths(str(script), {"HOME": str(home), "PATH": "/usr/bin:/bin"})
     assert str(script) in paths and str(home / ".local") not in paths
     assert str(home) not in paths
+
+
+async def test_a_server_script_under_tmp_given_as_an_argument_starts(tmp_path: Path) -> None:
+    # `python /tmp/.../server.py`: the interpreter is visible, the script (and the folder it
+    # imports from) only because its argument names it (issue 38: a checkout under /tmp).
+    folder = tmp_path / "checkout" / "servers"
+    folder.mkdir(parents=True)
+    (folder / "helper.py").write_text("GREETING = 'echo: '\n")
+    (folder / "server.py").write_text(Path(FAULTY).read_text())
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    config = McpServerConfig(command=sys.executable, args=[str(folder / "server.py"), "ok"])
+    conn = McpConnection("faulty", config, lambda: stdio_launch(
+        "faulty", config, SandboxSettings(), Workspace([workspace]), secret_env=None))
+    try:
+        await conn.start()
+        assert conn.note.startswith("sandboxed")
+        assert (await conn.call("echo", {"text": "hi"})).content[0].text == "echo: hi"
+        shown = await conn.call("read", {"path": str(folder / "helper.py")})
+        assert "GREETING" in shown.content[0].text  # its own folder is shown
+        (tmp_path / "checkout" / "secret.txt").write_text("a neighbour's file")
+        outside = await conn.call("read", {"path": str(tmp_path / "checkout" / "secret.txt")})
+        assert "No such file" in outside.content[0].text  # not the folder above
+    finally:
+        await conn.aclose()
+
+
+def test_argument_paths_show_what_the_arguments_name_and_refuse_credentials(
+        tmp_path: Path) -> None:
+    from agentls.sandbox.bwrap import ArgumentRefused, argument_paths
+
+    home = tmp_path / "home"
+    (home / "srv").mkdir(parents=True)
+    (home / "srv" / "server.js").write_text("")
+    (home / "conf.json").write_text("{}")
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text("key")
+    environ = {"HOME": str(home)}
+    paths = argument_paths(["--stdio", str(home / "srv" / "server.js"),
+                            f"--config={home / 'conf.json'}", "stdio", "missing.py"],
+                           tmp_path, environ)
+    assert paths == [str(home / "srv" / "server.js"), str(home / "srv"),
+                     str(home / "conf.json")]  # never the whole home for a file in it
+    assert argument_paths(["/usr/bin/env"], tmp_path, environ) == []  # visible as it is
+    with pytest.raises(ArgumentRefused, match="credentials"):
+        argument_paths([str(home / ".ssh" / "id_rsa")], tmp_path, environ)
