@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 CHECK_TOOL = "check"  # the name its events carry (ACP: a `think` tool call)
 SHOWN = 30
+TOLD = 3  # problems named in the one-line summary an editor shows
 
 
 @dataclass
@@ -44,6 +45,15 @@ class CheckResult:
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, "summary": self.summary, "files": self.files,
                 "new_problems": self.new, "failures": self.failures}
+
+    def told(self) -> str:
+        """One line for an editor's transcript (a tool result's summary): the summary and
+        the first problems."""
+        if not self.new:
+            return self.summary
+        listed = "; ".join(self.new[:TOLD])
+        more = f"; … and {len(self.new) - TOLD} more" if len(self.new) > TOLD else ""
+        return f"{self.summary}: {listed}{more}"
 
     def for_model(self) -> str:
         lines = "\n".join(f"- {line}" for line in self.new[:SHOWN])
@@ -81,7 +91,7 @@ class CheckState:
         self.last = result
         frontend.on_event(ToolResultEvent(
             call_id=call_id, name=CHECK_TOOL, ok=result.status in ("clean", "problems"),
-            summary=result.summary, output=_output(result)))
+            summary=result.told(), output=_output(result)))
         return result
 
 

@@ -17,6 +17,17 @@ def test_valid_settings_apply(tmp_path: Path) -> None:
     assert resolved.lsp == LspSettings(chat_requests_per_minute=3)
 
 
+def test_the_agents_language_servers_share_the_lsp_table_with_the_editors_keys(
+        tmp_path: Path) -> None:
+    resolved = resolve(tmp_path, {"lsp": {
+        "chat_requests_per_minute": 3, "detect": False,
+        "servers": {"clangd": {"args": ["--log=error"]}}}})
+    assert resolved.problems == []
+    assert resolved.lsp == LspSettings(chat_requests_per_minute=3)
+    assert resolved.settings.lsp.detect is False
+    assert resolved.settings.lsp.servers["clangd"].args == ["--log=error"]
+
+
 def test_a_bad_value_is_named_and_left_out_while_the_others_apply(tmp_path: Path) -> None:
     resolved = resolve(tmp_path, {
         "max_iterations": "lots",

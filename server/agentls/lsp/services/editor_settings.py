@@ -69,8 +69,11 @@ def resolve(root: Path | None, client: Mapping[str, Any], *,
     notices: list[str] = []
     engine_part = {k: v for k, v in client.items()
                    if k != LSP_TABLE and k not in _CLIENT_SECTIONS}
+    editor_lsp, engine_lsp = _split_lsp_table(client.get(LSP_TABLE, {}))
+    if engine_lsp:  # the agent's language servers (lsp.servers ...) are engine settings
+        engine_part[LSP_TABLE] = engine_lsp
     good = _valid_engine_keys(engine_part, problems)
-    lsp_settings = _lsp_settings(client.get(LSP_TABLE, {}), problems)
+    lsp_settings = _lsp_settings(editor_lsp, problems)
     for key in _CLIENT_SECTIONS.keys() & client.keys():
         problems += _checked_section(key, client[key])
     settings: Settings | None = None
@@ -102,6 +105,18 @@ def _checked_section(key: str, value: Any) -> list[str]:
     except Exception as exc:  # a feature's checker must not stop the others' settings
         log.exception("checking setting %s failed", key)
         return [f"`{SECTION}.{key}` could not be checked ({exc})"]
+
+
+def _split_lsp_table(raw: Any) -> tuple[Any, dict[str, Any]]:
+    """``agentls.lsp`` holds the editor's own keys and the engine's `lsp.*` settings (the
+    agent's language servers: servers, detect ...): the two parts."""
+    from agentls.settings.defaults import DEFAULTS
+
+    if not isinstance(raw, Mapping):
+        return raw, {}
+    engine_keys = DEFAULTS[LSP_TABLE].keys()
+    return ({k: v for k, v in raw.items() if k not in engine_keys},
+            {k: v for k, v in raw.items() if k in engine_keys})
 
 
 def _lsp_settings(raw: Any, problems: list[str]) -> LspSettings:
