@@ -66,6 +66,18 @@ M.defaults = {
     dismiss = "<C-]>", -- hide it
     request = "<M-\\>", -- ask now (when auto is false, or to ask again)
   },
+  -- Next-edit suggestions (`:help agentls-next-edit`), off by default; the server needs a
+  -- next-edit model too (settings.next_edit.model).
+  next_edit = {
+    enabled = false, -- true: ask after each change in normal mode
+    debounce_ms = 150, -- pause after a change before asking
+  },
+  -- Normal-mode keys while a next edit is shown (a key with nothing shown does what it did);
+  -- false disables one.
+  next_edit_keys = {
+    accept = "<Tab>", -- apply it and ask for the next (off screen: jump to it first)
+    dismiss = "<Esc>", -- hide it; the server will not offer it again
+  },
 }
 
 -- The table form of vim.validate works on 0.10 and 0.11 alike.
@@ -129,6 +141,16 @@ local function check(opts)
       )
     end
     validate("completion_keys." .. name, key, { "string", "boolean" })
+  end
+  validate("next_edit", opts.next_edit, "table")
+  validate("next_edit.enabled", opts.next_edit.enabled, "boolean")
+  validate("next_edit.debounce_ms", opts.next_edit.debounce_ms, "number")
+  validate("next_edit_keys", opts.next_edit_keys, "table")
+  for name, key in pairs(opts.next_edit_keys) do
+    if M.defaults.next_edit_keys[name] == nil then
+      error("agentls: next_edit_keys." .. name .. " is not a next-edit key; they are accept, dismiss", 0)
+    end
+    validate("next_edit_keys." .. name, key, { "string", "boolean" })
   end
   if not opts.api_key_env:match("^[%a_][%w_]*$") then
     error("agentls: api_key_env must be an environment variable name, not " .. vim.inspect(opts.api_key_env), 0)

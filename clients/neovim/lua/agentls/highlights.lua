@@ -19,6 +19,9 @@ M.groups = {
   AgentlsReviewSignAdd = "Added",
   AgentlsReviewSignDelete = "Removed",
   AgentlsGhostText = "Comment", -- a completion shown as you type
+  AgentlsNextEditDelete = "DiffDelete", -- the text a next edit replaces
+  AgentlsNextEditAdd = "DiffAdd", -- the text it puts there (virtual)
+  AgentlsNextEditHint = "Comment", -- where it is, when it is off screen
 }
 
 function M.setup()

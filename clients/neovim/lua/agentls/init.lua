@@ -201,6 +201,9 @@ function M.client_config()
       ["agentls/completionStatus"] = function(_, params)
         require("agentls.completion").on_status(params)
       end,
+      ["agentls/nextEditStatus"] = function(_, params)
+        require("agentls.next_edit").on_status(params)
+      end,
     },
   }
 end
@@ -245,6 +248,7 @@ function M.setup(opts)
   end
   require("agentls.highlights").setup()
   require("agentls.completion").setup()
+  require("agentls.next_edit").setup()
   require("agentls.keys").setup(config.options.keymaps)
   return config.options
 end
