@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 BYTECODE = $(PY) -m compileall -q server/agentls
 
 .PHONY: test demo bench lint install clean vscode-test e2e-vscode acp-node demo-acp agent-clis
-.PHONY: emacs-eglot
+.PHONY: emacs-eglot bench-search-data bench-search
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -103,9 +103,17 @@ agent-clis: $(AGENT_CLIS)
 demo-acp: $(STAMP)
 	$(PY) -m agentls.devtools.demo_acp
 
-bench: $(STAMP) $(STATIC_MODEL)
+bench: $(STAMP) $(STATIC_MODEL) bench-search-data
 	$(BYTECODE)
 	$(PY) -m bench.run
+
+# The code-search benchmark (docs/SEMANTIC_SEARCH.md): 16 annotated public repositories whose
+# sources come from PyPI, npm and Debian packages, fetched once into bench/.cache/ (git-ignored).
+bench-search-data: $(STAMP)
+	$(PY) -m bench.search_bench.fetch
+
+bench-search: bench-search-data $(STATIC_MODEL)
+	$(PY) -m bench.bench_search
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -65,6 +65,10 @@ def _print(result: Any, query: str) -> None:
             head.append(f"  {hit.symbol}", style="cyan")
         head.append(f"  ({hit.match}, {hit.score:.4f})", style="dim")
         console.print(head)
+        if hit.also:  # the file's other matching chunks
+            console.print(Text("   also " + ", ".join(
+                f"{start}-{end}" + (f" {symbol}" if symbol else "")
+                for start, end, symbol in hit.also), style="dim"))
         console.print(Text(hit.snippet), soft_wrap=True)
         console.print()
     how = f", re-ranked by {result.reranked_by}" if result.reranked_by else ""

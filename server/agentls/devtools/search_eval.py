@@ -1,7 +1,8 @@
 """Recall@k and MRR of the search index over a labelled query set (tests and bench).
 
-A labelled query names the file and symbol that answer it; a hit counts when its path and
-symbol both match. The set shipped with the tests is ``tests/workspaces/semantic_queries.json``
+A labelled query names the file and symbol that answer it; a hit counts when its path matches
+and its symbol, or one of the file's other matching chunks it names (``Hit.also``), does.
+The set shipped with the tests is ``tests/workspaces/semantic_queries.json``
 over the fixture repository ``tests/workspaces/semantic_repo``.
 """
 
@@ -37,7 +38,8 @@ def load_queries(path: Path) -> list[Labelled]:
 
 def rank_of(hits: Sequence[Hit], target: Labelled) -> int | None:
     for rank, hit in enumerate(hits, 1):
-        if hit.path == target.path and hit.symbol == target.symbol:
+        symbols = {hit.symbol, *(symbol for _, _, symbol in hit.also)}
+        if hit.path == target.path and target.symbol in symbols:
             return rank
     return None
 

@@ -42,6 +42,7 @@ DEFINITIONS = frozenset({
     "class_specifier", "struct_specifier",  # c / c++
     "method", "singleton_method", "class", "module",  # ruby
     "object_declaration", "protocol_declaration",  # kotlin / swift
+    "macro_definition",  # rust macro_rules!
 })
 # Definitions whose body holds further definitions worth their own chunks.
 CONTAINERS = frozenset({
@@ -49,7 +50,14 @@ CONTAINERS = frozenset({
     "trait_item", "mod_item", "class", "module", "class_specifier", "struct_specifier",
     "interface_declaration", "object_declaration", "declaration_list", "class_body",
     "block", "body_statement", "field_declaration_list", "export_statement",
+    "template_declaration", "namespace_definition",  # c++: the inner class is the definition
 })
+# JavaScript / TypeScript functions made by assignment: ``Foo.prototype.bar = function``,
+# ``app.use = function use``, ``const parse = (text) => ...``.
+_FUNCTION_VALUES = frozenset({"function_expression", "function", "arrow_function",
+                              "generator_function", "class", "class_expression"})
+_ASSIGNMENTS = frozenset({"expression_statement", "lexical_declaration",
+                          "variable_declaration"})
 
 
 @dataclass(frozen=True)
@@ -104,17 +112,53 @@ def _name(node: Any) -> str:
     if name is None and node.type == "type_declaration":
         spec = next((c for c in node.named_children if c.type == "type_spec"), None)
         name = spec.child_by_field_name("name") if spec is not None else None
+    if name is None and node.type == "function_definition":  # c / c++: in the declarator
+        name = _declarator_name(node.child_by_field_name("declarator"))
     if name is None:
         return ""
     return str(name.text.decode("utf-8", "replace"))
+
+
+def _declarator_name(node: Any) -> Any | None:
+    """The identifier a C / C++ declarator declares (``int *Foo::bar(int)`` -> ``bar``)."""
+    while node is not None:
+        if node.type in ("identifier", "field_identifier", "operator_name",
+                         "destructor_name"):
+            return node
+        if node.type == "qualified_identifier":
+            node = node.child_by_field_name("name")
+            continue
+        node = node.child_by_field_name("declarator")
+    return None
+
+
+def _assigned_function(node: Any) -> str | None:
+    """The name a JavaScript / TypeScript statement gives a function or class it assigns
+    (``Foo.prototype.bar = function`` -> ``Foo.bar``), else None."""
+    if node.type == "expression_statement":
+        expr = node.named_children[0] if node.named_children else None
+        if expr is None or expr.type != "assignment_expression":
+            return None
+        value, target = expr.child_by_field_name("right"), expr.child_by_field_name("left")
+    else:
+        declarators = [c for c in node.named_children if c.type == "variable_declarator"]
+        if len(declarators) != 1:
+            return None
+        value = declarators[0].child_by_field_name("value")
+        target = declarators[0].child_by_field_name("name")
+    if value is None or target is None or value.type not in _FUNCTION_VALUES:
+        return None
+    name = target.text.decode("utf-8", "replace").replace(".prototype.", ".")
+    return name if name.replace(".", "").replace("$", "").replace("_", "").isalnum() else None
 
 
 def _collect(node: Any, prefix: str, spans: list[tuple[int, int, str]]) -> None:
     """Add (start, end, symbol) of every definition chunk under ``node`` (1-based lines)."""
     for child in node.named_children:
         kind = child.type
-        if kind in DEFINITIONS:
-            name = _name(child)
+        assigned = _assigned_function(child) if kind in _ASSIGNMENTS else None
+        if kind in DEFINITIONS or assigned is not None:
+            name = assigned if assigned is not None else _name(child)
             symbol = f"{prefix}.{name}" if prefix and name else (name or prefix)
             start, end = child.start_point[0] + 1, child.end_point[0] + 1
             if end - start + 1 <= MAX_LINES or not _has_definitions(child):
@@ -134,7 +178,8 @@ def _has_definitions(node: Any) -> bool:
     stack = list(node.named_children)
     while stack:
         child = stack.pop()
-        if child.type in DEFINITIONS:
+        if child.type in DEFINITIONS or (
+                child.type in _ASSIGNMENTS and _assigned_function(child) is not None):
             return True
         if child.type in CONTAINERS:
             stack.extend(child.named_children)

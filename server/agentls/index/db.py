@@ -21,7 +21,9 @@ log = logging.getLogger(__name__)
 
 # 2: the FTS5 words are stemmed (porter), so "limits" finds "limit" and "retried" "retry".
 # 3: vectors are made from the chunk's path and symbol above its text (embedding_input).
-SCHEMA_VERSION = 3
+# 4: the chunker names functions made by assignment (``Foo.prototype.bar = function``),
+#    C++ templates, namespaces and functions, Rust macros: files must be chunked again.
+SCHEMA_VERSION = 4
 _SLICE = 500  # keys per IN (...): under SQLite's bound-parameter limit everywhere
 
 _SCHEMA = """

@@ -5,7 +5,6 @@ warning, never an error."""
 from __future__ import annotations
 
 import logging
-import re
 import sqlite3
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -13,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentls.index.embedding import EmbeddingError
+from agentls.index.ranking import Candidate, queried_symbols, rank_files
 from agentls.index.vector_cache import TOMBSTONE
 from agentls.index.words import code_words, match_query
 
@@ -33,15 +33,8 @@ CANDIDATES = 50  # from each ranking before fusion
 SNIPPET_LINES = 12
 # BM25 column weights: chunk words, symbol words, path words.
 BM25_WEIGHTS = (1.0, 3.0, 1.5)
-# Tests rank behind the code they exercise unless the query asks for tests: a test names the
-# behaviour in so many words (``test_retries_after_a_rate_limit``) and would otherwise come
-# before the function a person is looking for (code search engines demote tests the same way).
-TEST_FILE_WEIGHT = 0.5
-_TEST_PATH = re.compile(
-    r"(^|/)(tests?|__tests__|spec)/|(^|/)(test_[^/]*|conftest\.py)$|_test\.[^/]+$"
-    r"|\.(test|spec)\.[^/]+$")
-_ASKS_FOR_TESTS = frozenset({"test", "tests", "testing", "tested", "spec", "specs", "fixture",
-                             "fixtures", "conftest"})
+# A symbol query also looks up the chunks that define the symbol, at most this many.
+DEFINITIONS_LOOKED_UP = 20
 
 
 @dataclass(frozen=True)
@@ -53,9 +46,15 @@ class Hit:
     score: float
     snippet: str
     match: str  # "bm25", "vector" or "both"
+    # The file's other matching chunks, best first: (start line, end line, symbol).
+    also: tuple[tuple[int, int, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def spans(self) -> list[tuple[int, int, str]]:
+        """(start line, end line, symbol) of the hit's chunk, then of the file's others."""
+        return [(self.start_line, self.end_line, self.symbol), *self.also]
 
 
 @dataclass(frozen=True)
@@ -163,9 +162,8 @@ def search(index: SemanticIndex, cache: VectorCache, query: str, top_k: int = 8,
             warning = (f"the re-ranking model failed ({exc}); these are the static vectors' "
                        "results")
             log.warning("semantic search: %s", warning)
-    if not _ASKS_FOR_TESTS.intersection(code_words(query)):
-        fused = _demote_tests(index, fused)
-    hits = _hits(index, fused[:top_k], set(lexical), set(vector), query)
+    files = rank(index, query, fused)
+    hits = _hits(index, files[:top_k], set(lexical), set(vector), query)
     return SearchResult(hits, mode, warning, time.perf_counter() - started, reranked_by)
 
 
@@ -188,45 +186,62 @@ def _rerank(index: SemanticIndex, reranker: Reranker, query: str,
     return [(chunk_id, 1.0 / (RRF_K + rank)) for rank, chunk_id in enumerate(ordered, 1)]
 
 
-def is_test_path(path: str) -> bool:
-    return _TEST_PATH.search(path) is not None
+def definitions(index: SemanticIndex, names: set[str]) -> list[int]:
+    """Chunks whose symbol is one of ``names`` or ends with it (``Class.method``), exactly
+    (identifiers only, so the GLOB pattern holds no wildcard)."""
+    found: list[int] = []
+    for name in sorted(n for n in names if n.isidentifier()):
+        with index.lock:
+            found.extend(int(r[0]) for r in index.conn.execute(
+                "SELECT id FROM chunks WHERE symbol = ? OR symbol GLOB ? LIMIT ?",
+                (name, f"*.{name}", DEFINITIONS_LOOKED_UP)))
+    return found
 
 
-def _demote_tests(index: SemanticIndex,
-                  fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
-    if not fused:
-        return fused
-    marks = ",".join("?" * len(fused))
-    with index.lock:
-        tests = {r[0] for r in index.conn.execute(
-            f"SELECT c.id, f.path FROM chunks c JOIN files f ON f.id = c.file_id "
-            f"WHERE c.id IN ({marks})", [chunk_id for chunk_id, _ in fused])
-            if is_test_path(r[1])}
-    if not tests:
-        return fused
-    weighted = [(chunk_id, score * TEST_FILE_WEIGHT if chunk_id in tests else score)
-                for chunk_id, score in fused]
-    return sorted(weighted, key=lambda item: -item[1])
-
-
-def _hits(index: SemanticIndex, fused: list[tuple[int, float]], lexical: set[int],
-          vector: set[int], query: str) -> list[Hit]:
-    if not fused:
+def rank(index: SemanticIndex, query: str,
+         fused: list[tuple[int, float]]) -> list[tuple[list[int], float]]:
+    """The fused chunks (and, for a query naming a symbol, its definitions) ranked by
+    ``ranking.rank_files``: one (the file's chunk ids best first, score) per file, best
+    file first."""
+    scores = dict(fused)
+    names, _ = queried_symbols(query)
+    for chunk_id in definitions(index, names) if names else []:
+        scores.setdefault(chunk_id, 0.0)
+    if not scores:
         return []
-    marks = ",".join("?" * len(fused))
+    marks = ",".join("?" * len(scores))
+    with index.lock:
+        rows = index.conn.execute(
+            f"SELECT c.id, f.path, c.symbol FROM chunks c JOIN files f ON f.id = c.file_id "
+            f"WHERE c.id IN ({marks})", list(scores)).fetchall()
+    candidates = [Candidate(int(r[0]), r[1], r[2], scores[r[0]]) for r in rows]
+    return [([c.chunk_id for c in chunks], round(score, 6))
+            for chunks, score in rank_files(query, candidates)]
+
+
+ALSO_SHOWN = 3  # other chunks of a file named with its hit
+
+
+def _hits(index: SemanticIndex, ranked: list[tuple[list[int], float]], lexical: set[int],
+          vector: set[int], query: str) -> list[Hit]:
+    wanted = [chunk_id for chunks, _ in ranked for chunk_id in chunks[:1 + ALSO_SHOWN]]
+    if not wanted:
+        return []
+    marks = ",".join("?" * len(wanted))
     with index.lock:
         rows = {r[0]: r[1:] for r in index.conn.execute(
             f"SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.text FROM chunks c "
-            f"JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})",
-            [chunk_id for chunk_id, _ in fused])}
+            f"JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})", wanted)}
     hits = []
-    for chunk_id, score in fused:
-        row = rows.get(chunk_id)
-        if row is None:  # removed between ranking and reading
+    for chunks, score in ranked:
+        present = [c for c in chunks[:1 + ALSO_SHOWN] if c in rows]
+        if not present:  # removed between ranking and reading
             continue
-        path, start, end, symbol, text = row
+        chunk_id = present[0]
+        path, start, end, symbol, text = rows[chunk_id]
         match = "both" if chunk_id in lexical and chunk_id in vector else (
             "bm25" if chunk_id in lexical else "vector")
+        also = tuple((rows[c][1], rows[c][2], rows[c][3]) for c in present[1:])
         hits.append(Hit(path, start, end, symbol, round(score, 5),
-                        _snippet(text, start, query), match))
+                        _snippet(text, start, query), match, also))
     return hits

@@ -296,6 +296,6 @@ def test_keyword_ranking_stems_skips_question_words_and_puts_tests_last(tmp_path
     ("src/test/java/NetTest.java", True), ("src/contest/entry.py", False),
 ])
 def test_test_paths(path: str, is_test: bool) -> None:
-    from agentls.index.query import is_test_path
+    from agentls.index.ranking import is_test_path
 
     assert is_test_path(path) is is_test

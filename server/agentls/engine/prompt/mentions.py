@@ -115,10 +115,11 @@ def candidates(query: str, kinds: tuple[str, ...], limit: int, ws: Workspace,
             hits = []
         seen: set[str] = set()
         for hit in hits:
-            if not hit.symbol or hit.symbol in seen:
-                continue
-            seen.add(hit.symbol)
-            items.append({"label": hit.symbol, "text": f"@{hit.symbol}", "kind": "symbol",
-                          "detail": f"{hit.path}:{hit.start_line}",
-                          "reference": {"kind": "symbol", "name": hit.symbol}})
+            for start, _, symbol in hit.spans():
+                if not symbol or symbol in seen:
+                    continue
+                seen.add(symbol)
+                items.append({"label": symbol, "text": f"@{symbol}", "kind": "symbol",
+                              "detail": f"{hit.path}:{start}",
+                              "reference": {"kind": "symbol", "name": symbol}})
     return items[:limit]

@@ -242,26 +242,26 @@ def _symbol_snippet(name: str, ws: Workspace, symbols: SymbolSearch | None,
         out.refused.append(Refusal("symbol", name, f"the search index failed: {exc}"))
         return None
     wanted = name.strip().lower()
-    exact = [h for h in hits if h.symbol and (h.symbol.lower() == wanted
-                                              or h.symbol.lower().endswith("." + wanted))]
+    exact = [(h.path, start, end, symbol) for h in hits for start, end, symbol in h.spans()
+             if symbol and (symbol.lower() == wanted or symbol.lower().endswith("." + wanted))]
     if not exact:
         out.refused.append(Refusal(
             "symbol", name, "the search index knows no symbol by that name (`agentls index` "
             "builds it; a new file is indexed when saved)"))
         return None
-    hit = exact[0]
+    path, start_line, end_line, symbol = exact[0]
     try:
-        wp = ws.resolve(hit.path)
+        wp = ws.resolve(path)
         lines = ws.read_text(wp).splitlines(keepends=True)
     except FenceError as exc:
         out.refused.append(Refusal("symbol", name, refusal_reason(exc)))
         return None
-    text = "".join(lines[hit.start_line - 1:hit.end_line])
-    span = f"{hit.start_line}-{hit.end_line}"
-    out.chips.append(Chip("symbol", f"{hit.symbol} ({wp.display})",
-                          lines=hit.end_line - hit.start_line + 1, size=len(text.encode()),
+    text = "".join(lines[start_line - 1:end_line])
+    span = f"{start_line}-{end_line}"
+    out.chips.append(Chip("symbol", f"{symbol} ({wp.display})",
+                          lines=end_line - start_line + 1, size=len(text.encode()),
                           range=span))
-    return Snippet(f"Symbol: {hit.symbol} ({wp.display}, lines {span})", text, wp.display)
+    return Snippet(f"Symbol: {symbol} ({wp.display}, lines {span})", text, wp.display)
 
 
 def mark_trimmed(chips: Sequence[Chip], notes: Sequence[str]) -> list[Chip]:
