@@ -13,6 +13,7 @@ import { showMessageRequest } from "./prompts";
 import { RESTART_KEYS } from "./pure/config";
 import { MAX_RESTARTS, onServerStop, startMayBeRetried } from "./pure/restarts";
 import { CompletionStatusItem } from "./completion";
+import { NextEdits } from "./nextEdit";
 import { createClient, serverCommand, serverConfig, showMcpServers } from "./server";
 import { reviewEdit } from "./review";
 import { StatusItem } from "./status";
@@ -32,10 +33,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const apply = applyThroughServer(() => client, () => chat.sessionId);
   const chat: Chat = new Chat(context.workspaceState, panel, status, () => client);
   const completion = new CompletionStatusItem();
+  const nextEdits = new NextEdits(() => client);
   const conversation = new Conversation(() => client, panel, status);
   chat.options = { params: (id) => conversation.chatParams(id),
                    sessionChanged: (id) => void conversation.refresh(id) };
-  context.subscriptions.push(output, status, completion,
+  context.subscriptions.push(output, status, completion, nextEdits,
     vscode.window.registerWebviewViewProvider(ChatPanel.viewId, panel,
                                               { webviewOptions: { retainContextWhenHidden: true } }));
 
@@ -54,6 +56,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
                           () => status.set("error", "the server stopped; see AgentLS: Show Log"));
       next.onNotification("agentls/chatEvent", (event) => chat.onEvent(event));
       completion.attach(next);
+      nextEdits.attach(next);
       // A server that ends during start-up can leave start() resolved with the client not
       // running (vscode-languageclient), or rejected with -32097: both may be tried again.
       let failure: unknown;
@@ -140,6 +143,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     await sending;
   });
   register("agentls.ui.toggleCompletion", () => completion.toggle());
+  register("agentls.ui.toggleNextEdit", () => nextEdits.toggle());
+  register("agentls.ui.requestNextEdit", () => nextEdits.request());
+  register("agentls.ui.acceptNextEdit", async () => {
+    if (!(await nextEdits.accept())) await vscode.commands.executeCommand("tab");
+  });
+  register("agentls.ui.dismissNextEdit", () => nextEdits.dismiss());
+  register("agentls.ui.nextEditShown", () => nextEdits.current()); // for the end-to-end test
   register("agentls.ui.cancel", async () => {
     if (!(await chat.cancel())) void vscode.window.showInformationMessage("AgentLS: nothing is running.");
   });

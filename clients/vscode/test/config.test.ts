@@ -41,7 +41,8 @@ test("readSettings asks for every key package.json declares", () => {
   readSettings((key, fallback) => { asked.push(key); return fallback; });
   assert.deepEqual(asked.sort(), ["actions", "backend", "baseUrl", "cache.enabled",
                                   "chat.requestsPerMinute", "completion.enabled", "completion.model",
-                                  "model", "permissions.tools"]);
+                                  "model", "nextEdit.enabled", "nextEdit.model",
+                                  "permissions.tools"]);
 });
 
 test("completions: the model when set, enabled only when toggled off (else the server's default)", () => {

@@ -37,7 +37,17 @@ test("AgentLS's keybindings are Ctrl+K / Cmd+K chords (VS Code binds none of the
   const taken = new Set(["c", "d", "e", "f", "i", "m", "o", "p", "r", "s", "t", "u", "v", "w",
                          "y", "z", "enter", "shift+enter", "shift+o", "f2", "f12", "up", "down",
                          "left", "right"]);
-  const own = pkg.contributes.keybindings.filter((b: { command: string }) => b.command.startsWith("agentls."));
+  type Binding = { command: string; key: string; mac?: string; when?: string };
+  const all: Binding[] = pkg.contributes.keybindings.filter((b: Binding) => b.command.startsWith("agentls."));
+  // Tab and Escape are bound only while a next edit is on screen (the context key), and
+  // never while an inline suggestion or the suggest widget is, whose keys they are.
+  const whileShown = all.filter((b) => b.when?.startsWith("agentls.nextEditShown"));
+  for (const binding of whileShown) {
+    assert.ok(["tab", "escape"].includes(binding.key), binding.key);
+    assert.match(binding.when!, /!inlineSuggestionVisible && !suggestWidgetVisible/);
+  }
+  assert.ok(readme.includes("**Tab** accepts it") && readme.includes("**Escape** dismisses it"));
+  const own = all.filter((b) => !whileShown.includes(b));
   assert.ok(own.length >= 3);
   for (const binding of own) {
     const [prefix, second] = binding.key.split(" ");

@@ -27,6 +27,8 @@ export interface ExtensionSettings {
   chatRequestsPerMinute: number;
   completionEnabled: boolean;
   completionModel: string;
+  nextEditEnabled: boolean;
+  nextEditModel: string;
 }
 
 export type Get = <T>(key: string, fallback: T) => T;
@@ -43,6 +45,8 @@ export function readSettings(get: Get): ExtensionSettings {
     chatRequestsPerMinute: get("chat.requestsPerMinute", 10),
     completionEnabled: get("completion.enabled", true),
     completionModel: get("completion.model", ""),
+    nextEditEnabled: get("nextEdit.enabled", true),
+    nextEditModel: get("nextEdit.model", ""),
   };
 }
 
@@ -74,6 +78,11 @@ export function toServerConfig(s: ExtensionSettings, hasApiKey: boolean): Record
   if (s.completionModel.trim()) completion.model = s.completionModel.trim();
   if (!s.completionEnabled) completion.enabled = false;
   if (Object.keys(completion).length > 0) config.completion = completion;
+  // Next-edit suggestions: the same (the server is off until a next-edit model is set).
+  const nextEdit: Record<string, unknown> = {};
+  if (s.nextEditModel.trim()) nextEdit.model = s.nextEditModel.trim();
+  if (!s.nextEditEnabled) nextEdit.enabled = false;
+  if (Object.keys(nextEdit).length > 0) config.next_edit = nextEdit;
   return config;
 }
 
