@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 BYTECODE = $(PY) -m compileall -q server/agentls
 
 .PHONY: test demo bench lint install clean vscode-test e2e-vscode acp-node demo-acp agent-clis
-.PHONY: emacs-eglot bench-search-data bench-search
+.PHONY: emacs-eglot bench-search-data bench-search langservers
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,7 +45,7 @@ lint: $(STAMP) $(STYLUA)
 # see the issue 13 note), alone it passes; either way it runs on every `make test`.
 FUZZ := tests/lsp/test_wire_fuzz.py
 
-test: lint vscode-test acp-node agent-clis emacs-eglot $(STATIC_MODEL)
+test: lint vscode-test acp-node agent-clis emacs-eglot langservers $(STATIC_MODEL)
 	$(VENV)/bin/pytest --deselect $(FUZZ)::test_fuzzed_messages_never_stop_the_server
 	$(VENV)/bin/pytest $(FUZZ)
 
@@ -59,6 +59,20 @@ emacs-eglot:
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 \
 	    $(EMACS_PACKAGES) >/dev/null; }
+
+# Real language servers the agent's-eyes tests start (docs/LANGUAGE_SERVERS.md): basedpyright
+# comes with the dev extra; typescript-language-server with typescript from the lockfile;
+# Debian's clangd with apt when it can be had (optional: its tests skip, saying why, without it).
+LANGSERVERS_NODE := tests/langservers/node/node_modules/.installed
+$(LANGSERVERS_NODE): tests/langservers/node/package-lock.json
+	cd tests/langservers/node && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+langservers: $(LANGSERVERS_NODE)
+	@command -v clangd >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=300 \
+	    clangd >/dev/null; } || echo "clangd could not be installed: its tests will skip"
 
 # The VS Code extension (clients/vscode): node_modules from the lockfile, then tsc, eslint and
 # the unit tests (npm test).

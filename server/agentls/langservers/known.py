@@ -21,6 +21,9 @@ class KnownServer:
     settings: ClassVar[dict[str, Any]] = {}
     # Another known server that does the same job better: this one is not detected beside it.
     yields_to: ClassVar[tuple[str, ...]] = ()
+    # Pushed diagnostics without a version: how long to wait for a later push (a server that
+    # sends syntax errors first and type errors after needs longer).
+    push_settle_s: ClassVar[float] = 0.15
 
 
 class Basedpyright(KnownServer):
@@ -64,6 +67,7 @@ class TypeScript(KnownServer):
     languages = ("typescript", "typescriptreact", "javascript", "javascriptreact")
     globs = ("*.ts", "*.tsx", "*.mts", "*.cts", "*.js", "*.jsx", "*.mjs", "*.cjs")
     root_markers = ("tsconfig.json", "jsconfig.json", "package.json")
+    push_settle_s = 0.6  # syntax, semantic and suggestion diagnostics come one push each
 
 
 class Gopls(KnownServer):
@@ -80,8 +84,7 @@ class Clangd(KnownServer):
     args = ("--background-index=false",)
     languages = ("c", "cpp", "objective-c")
     globs = ("*.c", "*.h", "*.cc", "*.cpp", "*.cxx", "*.hpp", "*.hh", "*.hxx")
-    root_markers = ("compile_commands.json", "compile_flags.txt", ".clangd", "CMakeLists.txt",
-                    "Makefile")
+    root_markers = ("compile_commands.json", "compile_flags.txt", ".clangd", "CMakeLists.txt")
 
 
 class RustAnalyzer(KnownServer):

@@ -28,7 +28,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MAX_OPEN_DOCUMENTS = 200  # past it the least recently used are closed in the server
-PUSH_SETTLE_S = 0.15  # an unversioned push: wait this long for a later one
 STOP_WAIT_S = 2.0
 
 
@@ -320,7 +319,7 @@ class LangServer:
             while True:  # an unversioned push: a later one may follow soon
                 serial = client.pushed[uri].serial
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(PUSH_SETTLE_S), client.pushes:
+                    async with asyncio.timeout(self.spec.push_settle_s), client.pushes:
                         await client.pushes.wait_for(_later(client, uri, serial))
                 if client.pushed[uri].serial == serial:
                     break

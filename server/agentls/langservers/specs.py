@@ -37,6 +37,7 @@ class ServerSpec:
     startup_timeout_s: float = 30.0
     timeout_s: float = 15.0
     detected: bool = False
+    push_settle_s: float = 0.15
 
     def serves(self, path: Path) -> bool:
         """Whether this server answers for ``path`` (by glob or by language id)."""
@@ -79,7 +80,8 @@ def find_known(known: type[KnownServer], environ: Mapping[str, str]) -> str | No
 def _from_known(known: type[KnownServer], command: str, detected: bool) -> ServerSpec:
     return ServerSpec(known.name, command, known.args, known.languages, known.globs,
                       known.root_markers, dict(known.initialization_options),
-                      dict(known.settings), detected=detected)
+                      dict(known.settings), detected=detected,
+                      push_settle_s=known.push_settle_s)
 
 
 def _configured(name: str, config: LangServerConfig, environ: Mapping[str, str]
@@ -106,7 +108,8 @@ def _configured(name: str, config: LangServerConfig, environ: Mapping[str, str]
         tuple(pick("root_markers", base.root_markers if base else ())),
         dict(pick("initialization_options", base.initialization_options if base else {})),
         dict(pick("settings", base.settings if base else {})),
-        config.startup_timeout_s, config.timeout_s)
+        config.startup_timeout_s, config.timeout_s,
+        push_settle_s=base.push_settle_s if base else ServerSpec.push_settle_s)
     if not spec.languages and not spec.globs:
         return (f"lsp.servers.{name} serves no file: set its languages (python, typescript "
                 "...) or globs (*.py)")

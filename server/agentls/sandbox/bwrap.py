@@ -174,8 +174,9 @@ def program_paths(command: str, environ: Mapping[str, str]) -> list[str]:
     """What the sandbox must show of the server's own installation, read-only: homes and
     ``/tmp`` are hidden in it, and servers usually live there (pipx and uv tools, npm
     globals under nvm, a venv in the project's parent). The program, its install root (the
-    folder above its ``bin/``: the venv, the node version), and the same for the interpreter
-    its ``#!`` line names. Never a whole home or ``~/.local``."""
+    folder above its ``bin/``: the venv, the node version; for an npm package's script, the
+    ``node_modules`` folder it lies in), and the same for the interpreter its ``#!`` line
+    names. Never a whole home or ``~/.local``."""
     paths: list[str] = []
 
     def add(path: str) -> None:
@@ -184,6 +185,11 @@ def program_paths(command: str, environ: Mapping[str, str]) -> list[str]:
         root = _install_root(real, environ)
         if root is not None:
             paths.append(root)
+        # An npm package's script (node_modules/.bin/X -> node_modules/pkg/lib/cli.mjs)
+        # needs its package's neighbours: the node_modules folder it lies in.
+        parts = Path(real).parts
+        if "node_modules" in parts:
+            paths.append(str(Path(*parts[:len(parts) - parts[::-1].index("node_modules")])))
 
     add(command)
     interpreter = _shebang(os.path.realpath(command))

@@ -40,3 +40,24 @@ def sandboxed() -> None:
     status = probe()
     if not status.available:
         pytest.skip(f"no sandbox here: {status.describe()}")
+
+
+NODE_SERVERS = Path(__file__).resolve().parents[2] / "langservers" / "node" / "node_modules"
+
+
+def typescript_language_server() -> str:
+    found = NODE_SERVERS / ".bin" / "typescript-language-server"
+    if not found.exists():
+        pytest.skip("typescript-language-server is not installed (make langservers installs it "
+                    "from tests/langservers/node/package-lock.json)")
+    if shutil.which("node") is None:
+        pytest.skip("node is not on PATH")
+    return str(found)
+
+
+def clangd() -> str:
+    found = shutil.which("clangd")
+    if found is None:
+        pytest.skip("clangd is not installed (make langservers installs Debian's clangd with "
+                    "apt where it can; it is optional)")
+    return found
