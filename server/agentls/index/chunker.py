@@ -114,9 +114,14 @@ def _name(node: Any) -> str:
         name = spec.child_by_field_name("name") if spec is not None else None
     if name is None and node.type == "function_definition":  # c / c++: in the declarator
         name = _declarator_name(node.child_by_field_name("declarator"))
+    if name is None:  # grammars without a name field (kotlin): the first identifier child
+        name = next((c for c in node.named_children if c.type in _NAME_NODES), None)
     if name is None:
         return ""
     return str(name.text.decode("utf-8", "replace"))
+
+
+_NAME_NODES = frozenset({"identifier", "type_identifier", "simple_identifier", "constant"})
 
 
 def _declarator_name(node: Any) -> Any | None:

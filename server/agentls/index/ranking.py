@@ -61,7 +61,7 @@ _GENERATED = re.compile(r"(?:\.min\.[jc]ss?|_pb2\.py|\.pb\.go|\.generated\.[a-z]
                         r"|(?:^|/)(?:dist|build|gen|generated)/")
 _DOCS_FILE = re.compile(r"\.(?:md|mdx|rst|txt|adoc)$", re.IGNORECASE)
 _DECLARATIONS = re.compile(r"\.d\.[cm]?ts$")
-_REEXPORT = frozenset({"__init__.py", "index.js", "index.ts", "mod.rs", "package-info.java"})
+_REEXPORT = frozenset({"__init__.py", "package-info.java"})
 _ASKS_FOR_TESTS = frozenset({"test", "tests", "testing", "tested", "spec", "specs", "fixture",
                              "fixtures", "conftest"})
 _ASKS_FOR_DOCS = frozenset({"doc", "docs", "documentation", "readme", "guide", "tutorial",

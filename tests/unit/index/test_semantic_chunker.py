@@ -76,3 +76,54 @@ def test_code_aware_words() -> None:
     assert match_query('rate "limits" OR) NEAR(') == '"rate" OR "limits" OR "near"'
     assert match_query("the of a") is None
     assert match_query("where do we retry?") == '"retry"'  # question glue is not searched
+
+
+# One definition per supported language: the chunker names it (the symbol routing and the
+# definition lookup of a symbol query rely on these names).
+DEFINITION_SOURCES = {
+    "python": ("m.py", "import os\n\n\ndef parse_header(raw):\n    return raw\n", "parse_header"),
+    "javascript": ("m.js", "const a = 1;\n\nfunction parseHeader(raw) {\n  return raw;\n}\n",
+                   "parseHeader"),
+    "typescript": ("m.ts", "interface Header {\n  name: string;\n}\n", "Header"),
+    "tsx": ("m.tsx", "export function Panel() {\n  return null;\n}\n", "Panel"),
+    "go": ("m.go", "package m\n\ntype Engine struct {\n\tname string\n}\n", "Engine"),
+    "rust": ("m.rs", "pub trait Visitor {\n    fn visit(&self);\n}\n", "Visitor"),
+    "java": ("M.java", "class Gson {\n  int x;\n}\n", "Gson"),
+    "c": ("m.c", "#include <x.h>\n\nint uv_loop_init(int *loop) {\n  return 0;\n}\n",
+          "uv_loop_init"),
+    "cpp": ("m.hpp", "namespace fmt {\ntemplate <typename T> class basic_memory_buffer {\n"
+                     "  T x;\n};\n}\n", "basic_memory_buffer"),
+    "ruby": ("m.rb", "module Rack\n  class Builder\n    def use(m)\n    end\n  end\nend\n",
+             "Rack"),
+    "csharp": ("M.cs", "class Serializer {\n  int x;\n}\n", "Serializer"),
+    "kotlin": ("m.kt", "object Registry {\n  val x = 1\n}\n", "Registry"),
+    "swift": ("m.swift", "protocol Session {\n  func start()\n}\n", "Session"),
+    "php": ("m.php", "<?php\nclass Logger {\n  public function log() {}\n}\n", "Logger"),
+    "scala": ("m.scala", "class Decoder {\n  val x = 1\n}\n", "Decoder"),
+    "lua": ("m.lua", "local M = {}\n\nfunction setup(opts)\n  return opts\nend\n", "setup"),
+    "bash": ("m.sh", "#!/bin/sh\n\nnvm_install() {\n  echo hi\n}\n", "nvm_install"),
+}
+
+
+def test_each_language_names_its_definitions() -> None:
+    missing = {language: symbols(path, text)
+               for language, (path, text, name) in DEFINITION_SOURCES.items()
+               if not any(s == name or s.startswith(name + ".") for s in symbols(path, text))}
+    assert not missing, missing
+
+
+def test_functions_made_by_assignment_are_named() -> None:
+    js = ("var x = 1;\nvar y = 2;\n\nRouter.prototype.route = function route(path) {\n"
+          "  return path;\n};\n\napp.use = function use(fn) {\n  return fn;\n};\n\n"
+          "const parse = (text) => {\n  return text;\n};\n\nconst count = 3;\n")
+    assert symbols("lib/router.js", js) == ["Router.route", "app.use", "parse"]
+    ts = "export const initTRPC = () => {\n  return 1;\n};\n"
+    assert symbols("init.ts", ts) == ["initTRPC"]
+
+
+def test_cpp_functions_templates_and_rust_macros_are_named() -> None:
+    cpp = ("#include <x>\n#include <y>\nnamespace nlohmann {\n"
+           "template <typename T> struct adl_serializer {\n  T v;\n};\n"
+           "int basic_json::size(int a) {\n  return a;\n}\n}\n")
+    assert symbols("json.hpp", cpp) == ["adl_serializer", "size"]
+    assert symbols("select.rs", "macro_rules! select {\n    () => {};\n}\n") == ["select"]
