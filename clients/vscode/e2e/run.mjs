@@ -179,6 +179,68 @@ async function completionAsYouType(ws) {
   log("the status bar toggle turned completions off: no ghost text while typing");
 }
 
+const SCALE = "def scale(values, count):\n    out = []\n    for value in values:\n" +
+  "        out.append(value * count)\n    return out, count\n";
+
+/** The editor's decorations as drawn: the struck-out texts and the texts shown after a range
+ * (next edits; VS Code draws `after` text as a ::after pseudo-element, not in the DOM text). */
+async function nextEditDrawn() {
+  // Runs in the page (a browser: globalThis is its window).
+  return page.evaluate(() => {
+    const { document, getComputedStyle } = globalThis;
+    const spans = [...document.querySelectorAll(".part.editor .view-lines span")];
+    const struck = spans.filter((e) => getComputedStyle(e).textDecorationLine.includes("line-through"))
+      .map((e) => e.textContent);
+    const after = spans.map((e) => getComputedStyle(e, "::after").content)
+      .filter((c) => c && c !== "none" && c !== "normal").map((c) => c.replace(/^"|"$/g, ""));
+    return { struck, after };
+  });
+}
+
+/** After renaming a parameter, the next use is suggested where it goes (struck out, the new
+ * name after it); Tab accepts it and the next one is drawn; Escape dismisses that one. */
+async function nextEditSuggestion({ ws }) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("F1");
+  await answerInputBoxLoose("scale.py");
+  const editor = page.locator(".part.editor .monaco-editor").first();
+  const editorText = async () =>
+    (await editor.locator(".view-lines").innerText()).replace(/\u00a0/g, " ");
+  await until("scale.py open in the editor", async () => (await editorText()).includes("def scale"));
+  const item = page.locator(".statusbar-item", { hasText: "Next edit" }).first();
+  await until("the Next edit status bar item to say on", async () =>
+    (await item.locator(".codicon-sparkle").count()) > 0);
+  await editor.locator(".view-line").first().click();
+  await page.keyboard.press("Control+Home");
+  await page.keyboard.press("End");
+  await page.keyboard.press("ArrowLeft");
+  await page.keyboard.press("ArrowLeft");
+  await page.keyboard.press("Control+Shift+ArrowLeft");
+  await page.keyboard.type("total", { delay: 40 });
+  await until("the parameter renamed", async () => (await editorText()).includes("def scale(values, total):"));
+  await until("the next edit drawn on the next use", async () => {
+    const drawn = await nextEditDrawn();
+    return drawn.struck.includes("count") && drawn.after.includes("total");
+  });
+  await shot("next-edit-shown");
+  await page.keyboard.press("Tab");
+  await until("the next edit accepted", async () =>
+    (await editorText()).includes("out.append(value * total)"));
+  await until("the following one drawn", async () => {
+    const drawn = await nextEditDrawn();
+    return (await editorText()).includes("return out, count") && drawn.struck.includes("count");
+  });
+  await shot("next-edit-next");
+  await page.keyboard.press("Escape");
+  await until("the next edit dismissed", async () => (await nextEditDrawn()).struck.length === 0);
+  const text = await editorText();
+  if (!text.includes("return out, count")) fail("Escape applied the next edit instead of dismissing it");
+  await page.keyboard.press("Control+S");
+  await until("scale.py on disk to hold the accepted edit", () =>
+    fs.readFileSync(path.join(ws, "scale.py"), "utf8").includes("out.append(value * total)"));
+  log("next edit drawn on the next use; Tab accepted it and the next was drawn; Escape dismissed it");
+}
+
 // --- set-up: the workspace, the scripted model, the profile, code-server -----------------
 
 function checkPrerequisites() {
@@ -198,10 +260,14 @@ function makeWorkspace() {
   fs.writeFileSync(path.join(ws, "calc.py"), SAMPLE);
   fs.writeFileSync(path.join(ws, "README.md"), "# calc\n");
   fs.writeFileSync(path.join(ws, "stats.py"), "def mean(values):\n");
+  fs.writeFileSync(path.join(ws, "scale.py"), SCALE);
   // Sandboxed commands run without asking by default (DESIGN.md decision 11); this team's
   // project file asks anyway, so the approval modal is exercised and shows the sandbox note.
   fs.mkdirSync(path.join(ws, ".agentls"));
-  fs.writeFileSync(path.join(ws, ".agentls", "config.toml"), "[sandbox]\nask = true\n");
+  // Next edits in Zeta's format (the scripted model's `rewrite` answers it; the model name is
+  // not a Zeta one, so `auto` would pick the chat prompt).
+  fs.writeFileSync(path.join(ws, ".agentls", "config.toml"),
+                   "[sandbox]\nask = true\n\n[next_edit]\nformat = \"zeta\"\ndebounce_ms = 0\n");
   return ws;
 }
 
@@ -241,6 +307,7 @@ const USER_SETTINGS = (baseUrl) => ({
   "agentls.model": "scripted-model",
   "agentls.cache.enabled": false,
   "agentls.completion.model": "scripted-model",
+  "agentls.nextEdit.model": "scripted-model",
   "workbench.startupEditor": "none",
   "workbench.tips.enabled": false,
   "workbench.welcomePage.walkthroughs.openOnInstall": false,
@@ -323,6 +390,7 @@ const STEPS = [
   ["earlier turns of the 1,000-turn session, from the control at the top of the log",
    () => earlierTurns(panelFrame(), { first: 801, more: 800, shown: 201, name: "earlier-turns" })],
   ["completion as you type", (s) => completionAsYouType(s.ws)],
+  ["a next edit shown where it goes, accepted, the next one dismissed", nextEditSuggestion],
   ["history restored after a reload", historyAfterReload],
   ["the restored session opens at its end", restoredAtTheEnd],
   ["earlier turns of the restored session keep the view",
