@@ -1,5 +1,5 @@
 """Reading tool calls a model wrote as text (llm/text_tool_calls.py) and the stream assembly
-of odd call shapes (llm/openai_compat.StreamAssembler)."""
+of odd call shapes (llm/stream_assembly.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agentls.llm.messages import Message, ToolCall, ToolSpec
-from agentls.llm.openai_compat import StreamAssembler, arguments_text
+from agentls.llm.stream_assembly import StreamAssembler, arguments_text
 from agentls.llm.text_tool_calls import as_text_protocol, read_text_calls
 
 EDIT = ToolSpec("edit_file", "Edit a file.", {
