@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 
 Status = Literal["idle", "waiting", "off", "error"]
 Outcome = Literal["shown", "accepted", "rejected", "ignored"]
-WAITING_AFTER_S = 0.3
+WAITING_AFTER_S = 1.0  # a rewrite takes a while: "waiting" only for a slow model, not every request
 IDLE_AFTER_S = 0.01
 OUTCOMES_KEPT = 32
 REJECTED_IN_PROMPT = 4
