@@ -182,6 +182,8 @@ class NextEditFeature:
             return NO_EDITS  # fenced: neither sent to the model nor edited
         text = document.source
         encoding = self.server.position_encoding
+        if method == COPILOT_INLINE_EDIT and _copilot_client(self.server.initialization_options):
+            encoding = "utf-16"  # what Copilot's clients send and apply, whatever was negotiated
         index = self._index(uri)
         cursor = index.offset(text, line, character, encoding)
         from agentls.engine.next_edit.predictor import NextEditRequest
@@ -288,6 +290,14 @@ def _position(text: str, offset: int, line: int, cursor: int, encoding: str) -> 
     line_start = text.rfind("\n", 0, offset) + 1
     piece = text[line_start:offset]
     return {"line": at_line, "character": units_of(piece, encoding)}
+
+
+def _copilot_client(options: Any) -> bool:
+    """A client written for GitHub Copilot's language server: it sends the ``editorInfo`` /
+    ``editorPluginInfo`` that server asks for. Such clients (copilot-lsp, for one) send and
+    apply ``copilotInlineEdit`` positions in UTF-16 whatever encoding was negotiated."""
+    return isinstance(options, dict) and ("editorInfo" in options
+                                          or "editorPluginInfo" in options)
 
 
 def _suggestion_id(arguments: list[Any], command: str) -> str:
