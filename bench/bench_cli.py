@@ -9,7 +9,7 @@ interleaved with it, so a busy machine slows both alike:
 - The import of ``openai``, plainly and as AgentLS does it (its types packages deferred),
   and a bare script's first streamed request through the openai client (no goals: the
   floor under the first request of `agentls run`; `agentls run`'s own goal over it is
-  <= 1.3x its time, issue 27).
+  <= 1.4x its time, issue 37).
 - `agentls run` spawn to the first request at the scripted model server, on a 20,000-file
   git repository, minus ``python -c "import agentls"``. Goal: <= 300 ms over it.
 - Time to first edit: `agentls run` spawn to exit with the edit written, the scripted model
@@ -206,13 +206,15 @@ def _run_figures(folder: Path) -> list[Figure]:
                 # The goal above is absolute, and moves with the machine's speed (+18 % from
                 # one hour to another here, for the bare script as for `agentls run`); the
                 # ratio to the bare script's time barely does: the steadier watch.
-                # issue 27 re-based its goal on this floor: <= 1.3x the bare script's time.
+                # issue 27 re-based its goal on this floor (<= 1.3x the bare script's time);
+                # issue 37 took out the process-wide dataclasses patch that bought ~45 ms of
+                # it (DESIGN.md decision 19) and set the goal at <= 1.4x.
                 figures.append(Figure(
                     f"`agentls run` on {size:,} files: spawn to the first request, the bare "
                     f"script's time as baseline ({first - bare:.0f} ms more, "
                     f"{first / bare:.2f}x: AgentLS's own imports, settings, session store, "
-                    "project facts, request)", first, "ms", bare, "<= 1.3x baseline",
-                    first <= 1.3 * bare))
+                    "project facts, request)", first, "ms", bare, "<= 1.4x baseline",
+                    first <= 1.4 * bare))
             figures.append(Figure(
                 f"`agentls run` on {size:,} files: time to first edit (spawn to exit with the "
                 "edit written, instant scripted model)", total, "ms", floor))

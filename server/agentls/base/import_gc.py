@@ -31,12 +31,8 @@ _was_enabled = True
 @contextmanager
 def imports_without_gc() -> Iterator[None]:
     """The collector off inside; then what exists is frozen and the collector is on again
-    (if it was on before the first of these began). The dataclasses made inside (and after)
-    take their methods' code from the cache of compiled code (``dataclass_code``)."""
+    (if it was on before the first of these began)."""
     global _importing, _was_enabled
-    from agentls.base import dataclass_code
-
-    dataclass_code.install()
     with _lock:
         if _importing == 0:
             _was_enabled = gc.isenabled()
