@@ -55,16 +55,27 @@ def test_config_path_and_reset_import_nothing_heavy(action: list[str], tmp_path:
 
 @pytest.mark.parametrize("action", [["get", "backend"], ["list", "--json"],
                                     ["get", "backends.work.model"]])
-def test_config_reads_import_no_settings_models(action: list[str], tmp_path: Path) -> None:
-    """get and list answer from the TOML layers and the generated defaults table
-    (config_view): pydantic and the settings models are only for writes and odd values."""
+def test_config_reads_import_no_settings_models_with_nothing_to_check(
+        action: list[str], tmp_path: Path) -> None:
+    """With no config file and no AGENTLS_* variable, get and list answer from the defaults
+    table made from the models (config_view): nothing to validate, no pydantic."""
+    code = (f"import os; os.environ['XDG_CONFIG_HOME'] = {str(tmp_path)!r}\n"
+            "from agentls.cli.main import main; main()")
+    assert imported_after(code, "config", *action) == set()
+
+
+@pytest.mark.parametrize("action", [["get", "backend"], ["list", "--json"]])
+def test_config_reads_check_given_values_with_pydantic_and_nothing_else(
+        action: list[str], tmp_path: Path) -> None:
+    """What a config file gives is validated by the settings models (pydantic); the
+    engine, the model client, the editor server and the tools stay out."""
     user = tmp_path / "agentls" / "config.toml"
     user.parent.mkdir()
     user.write_text('backend = "work"\n[backends.work]\nbase_url = "http://localhost:9/v1"\n'
                     'model = "m"\n[cache]\nttl_s = 60\n')
     code = (f"import os; os.environ['XDG_CONFIG_HOME'] = {str(tmp_path)!r}\n"
             "from agentls.cli.main import main; main()")
-    assert imported_after(code, "config", *action) == set()
+    assert imported_after(code, "config", *action) == {"pydantic"}
 
 
 def test_version_answers_without_importing_the_commands() -> None:

@@ -15,9 +15,9 @@ if TYPE_CHECKING:
 
 def takes_images() -> bool:
     """Whether the model of the agent's start folder takes images (``backends.<name>.images``),
-    read from the configuration's layers without validating them, so the initialize answer
-    stays quick. A hint for the client only: each prompt with an image is checked against
-    its session's validated settings (``check_takes_images``)."""
+    read from the configuration's layers with only what they give validated, so the
+    initialize answer stays quick. A hint for the client only: each prompt with an image is
+    checked against its session's validated settings (``check_takes_images``)."""
     from agentls.settings import view as config_view
 
     try:

@@ -107,8 +107,8 @@ def _run(args: argparse.Namespace, workspace: Path) -> int:
 
 
 def _reading(workspace: Path, key: str | None) -> Reading:
-    """The settings to show: read without pydantic where the generated table can judge them
-    (config_view), else loaded and validated in full, with the full check's error messages."""
+    """The settings to show: what the layers give validated field by field (settings/view),
+    else loaded and validated in full, with the full check's error messages."""
     from agentls.settings import view as config_view
 
     view = config_view.read(workspace)

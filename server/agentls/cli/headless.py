@@ -177,9 +177,8 @@ class Headless:
         if self.args.timeout is not None:
             flags["timeout_ms"] = max(1, round(self.args.timeout * 1000))
         try:
-            # Read from the layers and the generated table where it can judge them (the
-            # common case: the models are made without validating again, issue 27); else
-            # config.load validates and words what is wrong.
+            # What the layers give validated field by field (only those schemas are built);
+            # else config.load validates the whole model and words what is wrong.
             view = config_view.read(self.root, flags=flags)
             if view is not None:
                 settings, notices = config_view.settings_of(view), view.notices

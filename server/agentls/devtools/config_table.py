@@ -1,9 +1,10 @@
-"""Writes ``agentls/settings/defaults.py``: the settings' defaults and the shape of every key, as
-plain data, so reading settings (``agentls config get|list``) needs no pydantic.
+"""Writes ``agentls/settings/defaults.py``: the settings' defaults and their dotted keys, as
+plain data made from the models, so reading settings that no layer changes
+(``agentls config get|list`` with no config file) needs no pydantic.
 
 Run ``python -m agentls.devtools.config_table`` after changing a settings model; a test
 (tests/unit/settings/test_view.py) fails while the table is stale, and a stale table is never
-used (``config_view`` checks the models' source hash and falls back to the full check).
+used (``settings/view.py`` checks the models' source hash and falls back to the full check).
 """
 
 from __future__ import annotations
@@ -11,19 +12,16 @@ from __future__ import annotations
 import hashlib
 import pprint
 import sys
-import typing
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel
-from pydantic.fields import FieldInfo
+from typing import Any
 
 from agentls.settings.keys import KEYS
-from agentls.settings.models import BackendConfig, Settings
+from agentls.settings.models import Settings
 
 TARGET = Path(__file__).resolve().parent.parent / "settings" / "defaults.py"
-# The modules whose source decides the table: the models and the two it nests.
-SOURCES = ("settings/models.py", "policy/permissions.py", "settings/sandbox.py")  # under agentls/
+# The modules whose source decides the table: the models and the ones they nest.
+SOURCES = ("settings/models.py", "policy/permissions.py", "settings/sandbox.py",
+           "settings/mcp.py")  # under agentls/
 
 
 def source_hash(package: Path) -> str:
@@ -33,68 +31,12 @@ def source_hash(package: Path) -> str:
     return digest.hexdigest()
 
 
-def _shape(annotation: Any, info: FieldInfo, custom: bool) -> dict[str, Any]:
-    """What the fast reader may accept for one key without pydantic; anything it cannot
-    judge is ``opaque`` and sends the whole read to the full check."""
-    shape: dict[str, Any] = {}
-    args = typing.get_args(annotation)
-    if type(None) in args:
-        shape["nullable"] = True
-        rest = [a for a in args if a is not type(None)]
-        annotation = rest[0] if len(rest) == 1 else Any
-    if typing.get_origin(annotation) is Literal:
-        shape["type"] = "choice"
-        shape["choices"] = list(typing.get_args(annotation))
-    elif annotation in (bool, int, float, str):
-        shape["type"] = annotation.__name__
-    elif typing.get_origin(annotation) is list and typing.get_args(annotation) == (str,):
-        shape["type"] = "list[str]"
-    else:
-        shape["type"] = "opaque"
-    for bound in info.metadata:
-        for name in ("gt", "ge", "lt", "le"):
-            if getattr(bound, name, None) is not None:
-                shape[name] = getattr(bound, name)
-    if custom:
-        shape["type"] = "opaque"  # a validator of its own: only pydantic can say
-    return shape
-
-
-def _walk(model: type[BaseModel], prefix: str, out: dict[str, dict[str, Any]],
-          checks: set[str]) -> None:
-    checks.update(f"{model.__name__}.{name}"
-                  for name in model.__pydantic_decorators__.model_validators)
-    validated = {field for decorator in model.__pydantic_decorators__.field_validators.values()
-                 for field in decorator.info.fields}
-    for name, info in model.model_fields.items():
-        annotation = info.annotation
-        custom = name in validated
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel) and not custom:
-            _walk(annotation, f"{prefix}{name}.", out, checks)
-        elif typing.get_origin(annotation) is dict and not custom:
-            value = typing.get_args(annotation)[1]
-            if isinstance(value, type) and issubclass(value, BaseModel):
-                _walk(value, f"{prefix}{name}.<name>.", out, checks)
-            else:
-                out[f"{prefix}{name}.<name>"] = _shape(value, FieldInfo(), False)
-        else:
-            out[f"{prefix}{name}"] = _shape(annotation, info, custom)
-
-
 def table() -> dict[str, Any]:
-    shapes: dict[str, dict[str, Any]] = {}
-    checks: set[str] = set()
-    _walk(Settings, "", shapes, checks)
     return {
         "defaults": Settings().model_dump(mode="json"),
-        # What a table entry the person names gets for the fields they leave out.
-        "named_defaults": {"backends": BackendConfig().model_dump(mode="json")},
-        "shapes": shapes,
-        # The keys `agentls config` accepts (config_keys.KEYS), for its unknown-key check.
+        # The keys `agentls config` accepts (settings.keys.KEYS), for its unknown-key check and
+        # the AGENTLS_* variables' names.
         "keys": list(KEYS),
-        # The models' whole-model checks: config_view judges those it knows, and steps aside
-        # (config.load answers) while any is listed that it does not.
-        "checks": sorted(checks),
     }
 
 
@@ -106,8 +48,8 @@ def render(package: Path) -> str:
         for name, value in data.items())
     return (
         '"""Generated by ``python -m agentls.devtools.config_table``: do not edit.\n\n'
-        "The settings' defaults and each key's shape, for reading settings without pydantic\n"
-        '(``agentls.settings.view``)."""\n\n'
+        "The settings' defaults and their dotted keys, made from the models, for reading\n"
+        'settings no layer changes without pydantic (``agentls.settings.view``)."""\n\n'
         "from typing import Any\n\n"
         f"SOURCE_HASH = {source_hash(package)!r}\n\n{body}\n"
     )

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentls.policy import redaction
+from agentls.settings import config_files
 
 # The settings are read, checked and written through this module; its parts live in
 # config_files (no pydantic: paths, TOML, dotted keys), config_models (the models) and
@@ -32,7 +33,6 @@ from agentls.settings.config_files import (
     ConfigError,
     Layer,
     deep_merge,
-    env_settings,
     file_layers,
     flag_layer,
     flatten,
@@ -72,16 +72,7 @@ __all__ = [
 
 
 def env_layer(env: Mapping[str, str]) -> dict[str, Any]:
-    data: dict[str, Any] = {}
-    for name, key, raw in env_settings(env, KEYS):
-        try:
-            set_dotted(data, key, parse_value(key, raw))
-        except ConfigError as exc:
-            raise ConfigError(f"environment variable {name}: {exc}") from None
-    if env.get("OPENAI_BASE_URL"):
-        set_dotted(data, "backends.openai.base_url", env["OPENAI_BASE_URL"])
-    return data
-
+    return config_files.env_layer(env, KEYS, parse_value)
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,22 @@ def env_settings(env: Mapping[str, str],
             yield name, ".".join(part.lower() for part in suffix.split("__")), raw
         elif suffix in single:
             yield name, single[suffix], raw
+
+
+def env_layer(env: Mapping[str, str], keys: Iterable[str],
+              parse: Callable[[str, str], Any]) -> dict[str, Any]:
+    """The environment's settings: each ``AGENTLS_*`` variable's text as ``parse`` (the key
+    index's ``parse_value``, as `config set` reads a value) makes it, and ``OPENAI_BASE_URL``
+    for the ``openai`` backend."""
+    data: dict[str, Any] = {}
+    for name, key, raw in env_settings(env, keys):
+        try:
+            set_dotted(data, key, parse(key, raw))
+        except ConfigError as exc:
+            raise ConfigError(f"environment variable {name}: {exc}") from None
+    if env.get("OPENAI_BASE_URL"):
+        set_dotted(data, "backends.openai.base_url", env["OPENAI_BASE_URL"])
+    return data
 
 
 def source_of(layers: Sequence[Layer], key: str) -> str:

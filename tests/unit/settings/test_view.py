@@ -1,5 +1,6 @@
-"""config_view reads settings without pydantic and must answer exactly as config.load does,
-or step aside (None) so config.load answers."""
+"""config_view validates only the settings a layer gives, field by field with the models' own
+rules, and must answer exactly as config.load (the whole model validated) does, or step aside
+(None) so config.load answers."""
 
 from __future__ import annotations
 
@@ -28,12 +29,6 @@ def test_the_generated_table_is_current() -> None:
     assert (PACKAGE / "settings" / "defaults.py").read_text(encoding="utf-8") == expected, (
         "agentls/settings/defaults.py is stale: run `python -m agentls.devtools.config_table`")
     assert config_view.table_is_current()
-
-
-def test_every_whole_model_check_is_judged() -> None:
-    """A new model_validator in the settings models: teach config_view.JUDGED_CHECKS the same
-    check, or every read goes through config.load (correct, but ~80 ms slower)."""
-    assert set(config_defaults.CHECKS) <= set(config_view.JUDGED_CHECKS)
 
 
 @pytest.fixture
@@ -114,13 +109,47 @@ def test_an_untrusted_project_is_screened_as_the_full_check_does(home: Path) -> 
     assert view is not None and view.notices and not view.values["sandbox"]["network"]
 
 
-def test_what_the_table_cannot_judge_goes_to_the_full_check(home: Path) -> None:
+def test_what_the_models_refuse_goes_to_the_full_check(home: Path) -> None:
     workspace = home / "project"
     for data in ({"backend": "missing"}, {"cache": {"ttl_s": -1}}, {"nope": 1},
-                 {"permissions": {"tools": {"read_file": "deny"}}},
-                 {"backends": {"openai": {"api_key_env": 5}}}):
+                 {"cache": {"nope": 1}}, {"completion": {"backend": "missing"}},
+                 {"backends": {"openai": {"api_key_env": 5}}},
+                 {"permissions": {"tools": {"read_file": "sometimes"}}}):
         _write(config.user_config_file(), data)
         assert config_view.read(workspace, env={}) is None, data
+        with pytest.raises(config.ConfigError):
+            config.load(workspace, env={})
+
+
+def test_nested_rules_are_the_models_own(home: Path) -> None:
+    """Settings the old hand-written reader could not judge (a field validator of a nested
+    model, a table of permissions) are read by the models' rules like any other."""
+    workspace = home / "project"
+    _write(config.user_config_file(), {
+        "permissions": {"tools": {"read_file": "deny"}},
+        "index": {"embedding_api_key_env": "none"},
+        "mcp": {"servers": {"files": {"command": "mcp-files", "url": " "}}}})
+    view = _same(workspace, {})
+    assert view is not None
+    assert view.values["permissions"]["tools"]["read_file"] == "deny"
+    assert view.values["index"]["embedding_api_key_env"] is None
+    assert view.values["mcp"]["servers"]["files"]["url"] is None
+
+
+def test_defaults_alone_import_no_pydantic(home: Path) -> None:
+    """No config file, no AGENTLS_* variable: the defaults table answers, nothing validates."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pathlib import Path\n"
+            "from agentls.settings import view as config_view\n"
+            "view = config_view.read(Path(sys.argv[1]), env={})\n"
+            "assert view is not None and view.values['backend'] == 'openai'\n"
+            "print(any(m == 'pydantic' or m.startswith('pydantic.') for m in sys.modules))")
+    env = {**os.environ, "XDG_CONFIG_HOME": str(home / "config")}
+    done = subprocess.run([sys.executable, "-c", code, str(home / "project")], env=env,
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 def test_no_key_variable_and_a_base_url_from_the_environment_are_read_as_the_full_check_does(
@@ -133,9 +162,11 @@ def test_no_key_variable_and_a_base_url_from_the_environment_are_read_as_the_ful
     assert view is not None
     assert view.values["backends"]["openai"]["api_key_env"] is None
     assert view.values["backends"]["local"]["api_key_env"] is None
-    # Not a URL: config.load says why (the view steps aside).
-    assert config_view.read(workspace, env={**env, "AGENTLS_BACKENDS__LOCAL__BASE_URL":
-                                            "localhost:8000"}) is None
+    # Not a URL: the key's own check says why, in the view as in config.load.
+    with pytest.raises(config.ConfigError, match="AGENTLS_BACKENDS__LOCAL__BASE_URL"):
+        config_view.read(workspace, env={**env, "AGENTLS_BACKENDS__LOCAL__BASE_URL":
+                                         "localhost:8000"})
+    assert _same(workspace, {**env, "AGENTLS_BACKENDS__LOCAL__BASE_URL": "localhost:8000"}) is None
 
 
 _NAMES = st.sampled_from(["openai", "ollama", "work"])
@@ -150,17 +181,9 @@ _TEXTS = st.sampled_from(["true", "no", "5", "-1", "0.5", "1e3", "none", "[\"a\"
 
 
 def _fitting(key: str) -> st.SearchStrategy[Any]:
-    """Values that fit the key's shape, mostly inside its bounds."""
-    shape = config_view.shape_of(key) or {"type": "opaque"}
-    low = shape.get("ge", shape.get("gt", -3))
-    kinds: dict[str, st.SearchStrategy[Any]] = {
-        "bool": st.booleans(), "str": st.sampled_from(["openai", "work", "m", ""]),
-        "choice": st.sampled_from(shape.get("choices") or ["x"]),
-        "int": st.integers(int(low), int(shape.get("le", low + 500))),
-        "float": st.floats(float(low), float(shape.get("le", low + 50)), allow_nan=False),
-        "list[str]": st.lists(st.sampled_from(["git", "LANG"]), max_size=2),
-    }
-    return kinds.get(shape["type"], _VALUES)
+    """Values the key's field gives as examples (mostly valid), or any of the usual ones."""
+    examples = config.key_info(key).info.examples or []
+    return st.sampled_from(examples) if examples else _VALUES
 
 
 @st.composite
