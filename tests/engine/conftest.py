@@ -11,7 +11,8 @@ import pytest
 
 from agentls.devtools.replay.command import ReplayServer
 from agentls.engine.events import RecordingFrontend
-from agentls.engine.loop.agent import Agent, RunRequest, RunResult
+from agentls.engine.loop.agent import Agent, RunRequest
+from agentls.engine.loop.turns import RunResult
 from agentls.engine.sessions.store import SessionStore
 from agentls.llm.pool import BackendPool
 from agentls.settings.config import BackendConfig, CacheConfig, RetryConfig, Settings

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from acp.interfaces import Client
 
     from agentls.acp.frontend import AcpFrontend
-    from agentls.engine.loop.agent import RunResult
+    from agentls.engine.loop.turns import RunResult
     from agentls.engine.sessions.store import SessionStore
     from agentls.workspace.fence import Workspace
 

@@ -25,7 +25,8 @@ from agentls.cli.report import (
     change_dict,
 )
 from agentls.engine.events import FileChangeInfo, Frontend
-from agentls.engine.loop.agent import Agent, RunRequest, RunResult
+from agentls.engine.loop.agent import Agent, RunRequest
+from agentls.engine.loop.turns import RunResult
 from agentls.engine.sessions.store import SessionInfo, SessionStore
 from agentls.llm.messages import Usage
 from agentls.llm.pool import BackendPool

@@ -5,55 +5,51 @@ the run's ``timeout``, a cancellation, ``no_progress`` (the same call or the sam
 three times in a row), or an ``error``. Whatever happens, the session stays consistent:
 every assistant tool call in the store gets its tool result, so the next request is valid.
 
-Here: the run and its loop (prompt, stream, stop). Tool calls are run by ``tool_dispatch``,
-the run's and session's state kept by ``turns``, long histories summarised by ``compaction``,
-related code found by ``related_code``, its own work checked by ``check``. At ~610 lines it
-stays one: what is left is one run's life, from its first request to its result, and cutting
-it would scatter that story.
+Here: one run's life, from its first request to its result (the run, its loop, the model's
+streamed answer, the check of its own work). The run's user message is made and stored by
+``user_turn``, the tools it offers assembled by ``toolbox``, tool calls run by
+``tool_dispatch``, the run's and session's state and its end kept by ``turns``, long
+histories summarised by ``engine/prompt/compaction``, its work checked by ``engine/check``.
+At ~440 lines it stays one: what is left is that one story, and cutting it would scatter it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentls.engine import model_choice as models
-from agentls.engine import modes, review_notes
 from agentls.engine.check import CheckState
 from agentls.engine.events import (
-    DoneEvent,
-    ErrorEvent,
     Frontend,
     ReasoningDelta,
     RetryEvent,
     StatusEvent,
     TextDelta,
-    TurnStarted,
 )
-from agentls.engine.loop.plan import UPDATE_PLAN_SPEC
-from agentls.engine.loop.tool_dispatch import ASK_USER_SPEC, confirm_with, run_tools
+from agentls.engine.loop.tool_dispatch import run_tools
+from agentls.engine.loop.toolbox import run_tools_for
 from agentls.engine.loop.turns import (
+    RunResult,
     RunState,
     SessionState,
     StopReason,
     append_message,
     close_open_calls,
-    edit_event,
+    finish_run,
     keep_streamed,
-    record_actions,
     repeated_answer,
     repeated_calls,
     request_history,
+    text_calls_record,
 )
-from agentls.engine.mcp_tools import mcp_tools_for_run, secret_env, wanted
+from agentls.engine.loop.user_turn import store_user_turn
+from agentls.engine.mcp_tools import secret_env
 from agentls.engine.prompt import levels as context
 from agentls.engine.prompt.compaction import maybe_compact
 from agentls.engine.prompt.history import (
@@ -64,20 +60,17 @@ from agentls.engine.prompt.history import (
     trim_harder,
 )
 from agentls.engine.prompt.levels_cache import ProjectContextCache
-from agentls.engine.prompt.related_code import related_section
 from agentls.engine.prompt.tokens import TokenEstimator
 from agentls.engine.run_request import RunRequest as RunRequest  # where front doors found it
 from agentls.engine.sessions.queue import SessionQueue
 from agentls.engine.sessions.store import SessionStore
 from agentls.index.from_settings import IndexHub
 from agentls.llm.backend import Backend, BackendError, RetryNotice
-from agentls.llm.messages import ChatRequest, ChatResponse, Message, ToolSpec, Usage
+from agentls.llm.messages import ChatRequest, ChatResponse, Message, ToolSpec
 from agentls.llm.rehearsal import rehearse
 from agentls.settings.config import Settings
 from agentls.tools.permission_gate import PermissionPolicy
-from agentls.tools.registry import DEFAULT_TOOLS, ToolBox, ToolContext, ToolDef, prepare_schemas
-from agentls.tools.shell.sandboxed import ShellSandbox
-from agentls.workspace.changeset import ChangeSet, FileDiff
+from agentls.tools.registry import prepare_schemas
 from agentls.workspace.fence import Workspace
 
 if TYPE_CHECKING:  # the hub (and the MCP client) is imported by the first run that needs it
@@ -90,30 +83,10 @@ MAX_LENGTH_CONTINUATIONS = 2
 # Sessions whose prompt levels and approvals stay in memory; a long-lived server creates a
 # session per chat and per code action, so the oldest are forgotten (and rebuilt if used).
 MAX_SESSION_STATES = 64
-TOOL_SCHEMA_ALLOWANCE = 2_000  # tokens the tool schemas take in a request (about 6 KB)
 CONTINUE_PROMPT = (
     "Your previous answer was cut off at the output limit. Continue exactly where it stopped, "
     "more concisely; do not repeat what you already wrote."
 )
-
-
-@dataclass
-class RunResult:
-    run_id: str
-    session_id: str
-    stop_reason: StopReason
-    text: str
-    changeset: ChangeSet
-    usage: Usage
-    iterations: int
-    send_changes: bool  # False after a cancellation: pending changes are dropped
-    error: BackendError | None = None
-    error_message: str = ""
-    commands: list[tuple[str, int | None]] = field(default_factory=list)
-    actions_message_id: int | None = None
-    diffs: list[FileDiff] = field(default_factory=list)  # of the changes to send, if any
-    cached_turns: int = 0  # model answers replayed from the response cache
-    check: dict[str, Any] | None = None  # the last check of its changes (engine/check.py)
 
 
 class Agent:
@@ -287,29 +260,11 @@ class Agent:
                     self.store, self.estimator, backend, session_id, run.history, seqs,
                     state.system, max_messages=self.settings.compaction.max_messages,
                     context_tokens=self._context_tokens(backend))
-                # What the front-end learned about the last turn's changes (review_notes.py).
-                pending = review_notes.pending(self.store, session_id)
-                prompt = request.prompt
-                room = self._attachment_room(backend, state.system, prompt, pending)
-                related = None
-                if self.settings.index.chat_context and session.mode == "chat":
-                    # index.chat_context: the index's best matches for the request, within a
-                    # quarter of the attachments' room (engine/prompt/related_code.py).
-                    related = await asyncio.to_thread(
-                        related_section, lambda: self.search_hub.get(workspace),
-                        request.prompt, self.settings.index.chat_context,
-                        self.estimator.count_text, room // 4)
-                # Attached files are read and measured: off the event loop too.
-                turn = await asyncio.to_thread(
-                    context.render_turn, prompt, request.attachments, workspace, state.facts,
-                    self.estimator.count_text, instructions=state.instructions,
-                    room_tokens=room - (self.estimator.count_text(related) if related else 0),
-                    related=related,
-                )
-                for note in turn.notes:
-                    frontend.on_event(StatusEvent(message=note))
-                self._store_request(run, request, turn.message, turn.notes, backend, frontend,
-                                    pending)
+                await store_user_turn(
+                    settings=self.settings, store=self.store, estimator=self.estimator,
+                    search_hub=self.search_hub, run=run, request=request, frontend=frontend,
+                    workspace=workspace, backend=backend, state=state,
+                    context_tokens=self._context_tokens(backend))
                 stop = await self._loop(run, request, frontend, workspace, backend, state)
         except TimeoutError:
             stop = "timeout"
@@ -333,28 +288,8 @@ class Agent:
                 self.store.update_metadata(run.user_message_id, outcome=stop,
                                            ended_at=time.time())
 
-        if stop in ("error", "timeout"):
-            frontend.on_event(ErrorEvent(
-                message=error_message, error_kind=error.kind if error else stop,
-                hint=error.hint if error else hint))
-        changeset = workspace.changeset
-        check = run.check.last.to_dict() if run.check and run.check.last else None
-        diffs: list[FileDiff] = []
-        if stop != "cancelled":
-            try:  # diffing big files takes a while: not on the event loop
-                diffs = await asyncio.to_thread(changeset.diff)
-            except asyncio.CancelledError:  # cancelled again while finishing: nothing is sent
-                stop = "cancelled"
-        send = stop != "cancelled"
-        actions_id = record_actions(self.store, run, diffs, workspace)
-        if diffs:
-            frontend.on_event(edit_event(diffs, workspace))
-        text = "".join(run.text_parts)
-        frontend.on_event(DoneEvent(stop_reason=stop, text=text, cached_turns=run.cached_turns))
-        return RunResult(
-            run_id, session_id, stop, text, changeset, run.usage, run.iterations, send,
-            error, error_message, run.commands, actions_id, diffs, run.cached_turns, check,
-        )
+        return await finish_run(self.store, run, stop, workspace, frontend, error,
+                                error_message, hint)
 
     async def _loop(
         self,
@@ -365,42 +300,13 @@ class Agent:
         backend: Backend,
         state: SessionState,
     ) -> StopReason:
-        automation = run.session.mode == "automation" or not frontend.interactive
-        # A front-end the person approved in advance (`--yes`) answers without asking anyone,
-        # so automation runs honour it too; questions (ask_user) still go unanswered.
-        approves = not automation or bool(getattr(frontend, "preapproved", False))
-        if state.sandbox is None or state.sandbox.settings != self.settings.sandbox:
-            state.sandbox = ShellSandbox(self.settings.sandbox, run.session.id)
-        state.sandbox.notify = lambda text: frontend.on_event(
-            StatusEvent(message=text, warning=True))
-        state.sandbox.runner = getattr(frontend, "command_runner", None)
-        policy = self._policy or self.settings.permissions
-        mcp_defs: list[ToolDef] = []
-        if request.tools is None and wanted(self.settings, self._mcp, run.session.id):
-            mcp_defs, policy = await mcp_tools_for_run(
-                self.settings, self.mcp, workspace, request.prompt, run.session.id, policy,
-                frontend)
         code_intel = await self.code_intel(workspace, frontend)
         run.check = CheckState(self.settings.agent)
-        toolbox = ToolBox(
-            ToolContext(
-                workspace,
-                policy=policy,
-                grants=state.grants,
-                confirm=confirm_with(frontend) if approves else None,
-                api_key_env=self.settings.active_backend.api_key_env or "OPENAI_API_KEY",
-                tool_timeout_s=self.settings.tool_timeout_s,
-                sandbox=state.sandbox,
-                search_index=lambda: self.search_hub.get(workspace),
-                code_intel=code_intel,
-            ),
-            [*DEFAULT_TOOLS, *mcp_defs],
-            only=modes.allowed_tools(modes.of_session(run.session), request.tools),
-        )
-        specs = [ToolSpec(s.name, s.description, s.parameters) for s in toolbox.schemas()]
-        specs.append(ASK_USER_SPEC)
-        if getattr(frontend, "shows_plan", False):  # the front-end shows a checklist (ACP)
-            specs.append(UPDATE_PLAN_SPEC)
+        tools = await run_tools_for(
+            settings=self.settings, policy=self._policy, mcp_started=self._mcp,
+            mcp=lambda: self.mcp, search_hub=self.search_hub, code_intel=code_intel, run=run,
+            request=request, frontend=frontend, workspace=workspace, state=state)
+        specs = tools.specs
         max_iterations = request.max_iterations or self.settings.max_iterations
         continuations = 0
         key = (backend.name, run.model or backend.model)
@@ -422,7 +328,7 @@ class Agent:
             trimmed = sent
             append_message(self.store, run,
                            Message.assistant(response.text or None, response.tool_calls),
-                           _text_calls_record(run, response, backend.name, frontend))
+                           text_calls_record(run, response, backend.name, frontend))
             run.streaming.clear()
             run.text_parts.append(response.text)
 
@@ -459,8 +365,8 @@ class Agent:
             if repeated_answer(run, response.text, response.tool_calls):
                 return "no_progress"
             cut_off = response.finish_reason == "length"
-            await run_tools(self.store, run, response.tool_calls, toolbox, frontend,
-                            automation, cut_off)
+            await run_tools(self.store, run, response.tool_calls, tools.toolbox, frontend,
+                            tools.automation, cut_off)
             run.break_before_text = True
         return "max_iterations"
 
@@ -521,38 +427,6 @@ class Agent:
                                                response.usage.prompt_tokens)
             return response, trimmed
 
-    def _store_request(self, run: RunState, request: RunRequest, message: Message,
-                       trimmed: Sequence[str], backend: Backend, frontend: Frontend,
-                       notes: Sequence[str]) -> None:
-        """Store the turn's request with what the history shows of it (the person's words,
-        the chips, refusals and the review's notes as fields), and tell the front-end. The
-        model reads the notes first (engine/review_notes.py); they are told once."""
-        from agentls.engine.prompt.references import mark_trimmed
-
-        chips = [c.to_dict() for c in mark_trimmed(request.chips, trimmed)]
-        refused = [r.to_dict() for r in request.refused]
-        mode = modes.of_session(run.session).id
-        metadata: dict[str, Any] = {"prompt": request.prompt, "run_id": run.run_id,
-                                    "model": run.model, "backend": backend.name, "mode": mode}
-        for key, value in (("attachments", chips), ("refused", refused),
-                           ("notes", list(notes)), ("trimmed", list(trimmed))):
-            if value:
-                metadata[key] = value
-        sent = review_notes.for_model(message, notes)
-        if request.images:  # sent now; the store (and later turns) keep a note of each
-            sent = dataclasses.replace(sent, images=tuple(request.images))
-            message = dataclasses.replace(message, content=(message.content or "") + "".join(
-                f"\n[an image ({i.mime_type}, {len(i.data) * 3 // 4 // 1024} KB) was attached "
-                "here; it was shown to the model in that turn only]" for i in request.images))
-            metadata["images"] = len(request.images)
-        run.user_message_id = append_message(self.store, run, message, metadata, sent=sent)
-        if notes:  # kept on the message now, not told again
-            review_notes.clear(self.store, run.session.id)
-        frontend.on_event(TurnStarted(
-            prompt=request.prompt, attachments=tuple(chips), refused=tuple(refused),
-            notes=tuple(notes), trimmed=tuple(trimmed),
-            model=run.model, backend=backend.name, mode=mode))
-
     # --- session state --------------------------------------------------------------------
 
     def _session_state(self, session_id: str) -> SessionState:
@@ -562,49 +436,6 @@ class Agent:
             self._sessions.popitem(last=False)
         return state
 
-    def _attachment_room(self, backend: Backend, system: Sequence[Message], prompt: str,
-                         pending: Sequence[str] = ()) -> int:
-        """Tokens the turn's attachments may take: half of what the prompt budget leaves after
-        the earlier levels, the request (with its notes) and the tool schemas (the rest is for
-        the history and the tool results of the turn)."""
-        used = sum(self.estimator.count_text(m.content or "") for m in system)
-        used += self.estimator.count_text(prompt) + TOOL_SCHEMA_ALLOWANCE
-        used += sum(self.estimator.count_text(note) for note in pending)
-        return max(0, prompt_budget(self._context_tokens(backend)) - used) // 2
-
     def _context_tokens(self, backend: Backend) -> int:
         config = self.settings.backends.get(backend.name)
         return config.context_max_tokens if config else 128_000
-
-
-def _text_calls_record(run: RunState, response: ChatResponse, backend: str,
-                       frontend: Frontend) -> dict[str, Any] | None:
-    """The assistant message's record when its calls were read from its text (the server did
-    not parse them, or tools are described in the prompt), told to the person once a run."""
-    if not response.calls_from_text and not response.tools_as_text:
-        return None
-    from agentls.llm.text_tool_calls import FORM_NAMES
-
-    record: dict[str, Any] = {"model": run.model}
-    if response.tools_as_text:
-        record["tools_as_text"] = True
-        if not run.told_tools_as_text:
-            run.told_tools_as_text = True
-            frontend.on_event(StatusEvent(warning=True, message=(
-                f"{backend}: the model's server takes no tools, so the tools are described in "
-                "the prompt and the calls read from the model's text (tool_calls = \"text\")")))
-    if response.calls_from_text and not response.tools_as_text:
-        form = FORM_NAMES.get(response.calls_from_text, response.calls_from_text)
-        note = (f"the server did not parse the model's tool calls: AgentLS read "
-                f"{len(response.tool_calls)} from its text, written as {form}")
-        record["calls_from_text"] = response.calls_from_text
-        record["note"] = note
-        if not run.told_calls_from_text:
-            run.told_calls_from_text = True
-            frontend.on_event(StatusEvent(warning=True, message=(
-                f"{backend}: {note}. Start the server with its tool parser (llama.cpp: --jinja; "
-                "vLLM: --enable-auto-tool-choice --tool-call-parser NAME), or set "
-                f"backends.{backend}.tool_calls = \"text\"")))
-    elif response.calls_from_text:
-        record["calls_from_text"] = response.calls_from_text
-    return record

@@ -1,5 +1,5 @@
-"""Turn bookkeeping for the agent loop: the state of a run and of a session, and what the
-store holds of them.
+"""Turn bookkeeping for the agent loop: the state of a run and of a session, what the store
+holds of them, and a run's end (``finish_run``: its changes diffed and recorded, its result).
 
 Every message is stored the moment it is complete; every assistant tool call gets its tool
 result (a real one, or ``NOT_RUN`` when the run stopped first), so the next request is valid.
@@ -7,19 +7,28 @@ result (a real one, or ``NOT_RUN`` when the run stopped first), so the next requ
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from agentls.engine import review_notes
-from agentls.engine.events import EditEvent, FileChangeInfo
+from agentls.engine.events import (
+    DoneEvent,
+    EditEvent,
+    ErrorEvent,
+    FileChangeInfo,
+    Frontend,
+    StatusEvent,
+)
 from agentls.engine.prompt import levels as context
 from agentls.engine.sessions.store import SessionInfo, SessionStore, StoredMessage
-from agentls.llm.messages import Message, ToolCall, Usage
+from agentls.llm.backend import BackendError
+from agentls.llm.messages import ChatResponse, Message, ToolCall, Usage
 from agentls.tools.output import fail, to_json
 from agentls.tools.permission_gate import SessionGrants
 from agentls.tools.shell.sandboxed import ShellSandbox
-from agentls.workspace.changeset import ChangeSummary, FileDiff
+from agentls.workspace.changeset import ChangeSet, ChangeSummary, FileDiff
 from agentls.workspace.fence import Workspace
 
 if TYPE_CHECKING:
@@ -210,3 +219,84 @@ def _interrupted(calls: Sequence[ToolCall]) -> list[_Entry]:
                       c.name), None)
         for c in calls
     ]
+
+
+def text_calls_record(run: RunState, response: ChatResponse, backend: str,
+                       frontend: Frontend) -> dict[str, Any] | None:
+    """The assistant message's record when its calls were read from its text (the server did
+    not parse them, or tools are described in the prompt), told to the person once a run."""
+    if not response.calls_from_text and not response.tools_as_text:
+        return None
+    from agentls.llm.text_tool_calls import FORM_NAMES
+
+    record: dict[str, Any] = {"model": run.model}
+    if response.tools_as_text:
+        record["tools_as_text"] = True
+        if not run.told_tools_as_text:
+            run.told_tools_as_text = True
+            frontend.on_event(StatusEvent(warning=True, message=(
+                f"{backend}: the model's server takes no tools, so the tools are described in "
+                "the prompt and the calls read from the model's text (tool_calls = \"text\")")))
+    if response.calls_from_text and not response.tools_as_text:
+        form = FORM_NAMES.get(response.calls_from_text, response.calls_from_text)
+        note = (f"the server did not parse the model's tool calls: AgentLS read "
+                f"{len(response.tool_calls)} from its text, written as {form}")
+        record["calls_from_text"] = response.calls_from_text
+        record["note"] = note
+        if not run.told_calls_from_text:
+            run.told_calls_from_text = True
+            frontend.on_event(StatusEvent(warning=True, message=(
+                f"{backend}: {note}. Start the server with its tool parser (llama.cpp: --jinja; "
+                "vLLM: --enable-auto-tool-choice --tool-call-parser NAME), or set "
+                f"backends.{backend}.tool_calls = \"text\"")))
+    elif response.calls_from_text:
+        record["calls_from_text"] = response.calls_from_text
+    return record
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    session_id: str
+    stop_reason: StopReason
+    text: str
+    changeset: ChangeSet
+    usage: Usage
+    iterations: int
+    send_changes: bool  # False after a cancellation: pending changes are dropped
+    error: BackendError | None = None
+    error_message: str = ""
+    commands: list[tuple[str, int | None]] = field(default_factory=list)
+    actions_message_id: int | None = None
+    diffs: list[FileDiff] = field(default_factory=list)  # of the changes to send, if any
+    cached_turns: int = 0  # model answers replayed from the response cache
+    check: dict[str, Any] | None = None  # the last check of its changes (engine/check.py)
+
+
+async def finish_run(store: SessionStore, run: RunState, stop: StopReason, workspace: Workspace,
+                     frontend: Frontend, error: BackendError | None = None,
+                     error_message: str = "", hint: str = "") -> RunResult:
+    """The end of every run, however it stopped: the error told, the changes diffed (off the
+    event loop) and recorded, the edit and done events, the result."""
+    if stop in ("error", "timeout"):
+        frontend.on_event(ErrorEvent(
+            message=error_message, error_kind=error.kind if error else stop,
+            hint=error.hint if error else hint))
+    changeset = workspace.changeset
+    check = run.check.last.to_dict() if run.check and run.check.last else None
+    diffs: list[FileDiff] = []
+    if stop != "cancelled":
+        try:  # diffing big files takes a while: not on the event loop
+            diffs = await asyncio.to_thread(changeset.diff)
+        except asyncio.CancelledError:  # cancelled again while finishing: nothing is sent
+            stop = "cancelled"
+    send = stop != "cancelled"
+    actions_id = record_actions(store, run, diffs, workspace)
+    if diffs:
+        frontend.on_event(edit_event(diffs, workspace))
+    text = "".join(run.text_parts)
+    frontend.on_event(DoneEvent(stop_reason=stop, text=text, cached_turns=run.cached_turns))
+    return RunResult(
+        run.run_id, run.session.id, stop, text, changeset, run.usage, run.iterations, send,
+        error, error_message, run.commands, actions_id, diffs, run.cached_turns, check,
+    )

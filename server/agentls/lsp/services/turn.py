@@ -19,7 +19,7 @@ from agentls.lsp.services.protocol import (
 
 if TYPE_CHECKING:
     from agentls.engine.host import EngineHost
-    from agentls.engine.loop.agent import RunResult
+    from agentls.engine.loop.turns import RunResult
     from agentls.engine.run_request import RunRequest
     from agentls.workspace.fence import Workspace
 
