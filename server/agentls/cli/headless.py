@@ -13,9 +13,11 @@ Ctrl-C cancels the iteration in progress: the engine closes the session cleanly 
 call answered, every message stored), the pending changes are dropped, and the exit code is
 130. (An agent CLI is stopped too, but what it already wrote stays written.)
 
-At ~530 lines this stays one module: the steps above are one object's life, sharing its
-renderer, report, session lock and artifacts; the runners (``runners.py``), rendering
-(``render.py``), the report (``report.py``) and artifacts (``artifacts.py``) are apart.
+The steps above are one object's life, sharing its renderer, report, session lock and
+artifacts; apart are the prompt's reading (``run_inputs.py``), the session and its store
+(``run_session.py``), ``meta.json`` and the secrets kept out of the output
+(``run_meta.py``), the runners (``runners.py``), rendering (``render.py``), the report
+(``report.py``, with ``Stopped``) and artifacts (``artifacts.py``).
 """
 
 from __future__ import annotations
@@ -25,17 +27,13 @@ import asyncio
 import contextlib
 import io
 import os
-import platform
 import signal
-import sqlite3
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-from agentls import __version__
 from agentls.cli.artifacts import (
     MIN_SECRET_LENGTH,
     ArtifactsError,
@@ -44,31 +42,19 @@ from agentls.cli.artifacts import (
 )
 from agentls.cli.frontend import TerminalFrontend, TtyPrompt
 from agentls.cli.render import Renderer
-from agentls.cli.report import ErrorInfo, IterationReport, Report, StopReason
+from agentls.cli.report import ErrorInfo, IterationReport, Report, Stopped, StopReason
+from agentls.cli.run_inputs import read_prompt
+from agentls.cli.run_meta import redactor, run_meta, secret_values
+from agentls.cli.run_session import open_session, open_store
 from agentls.cli.runners import EngineRunner, ExternalRunner, Outcome, Runner
 from agentls.engine.events import Event
-from agentls.engine.sessions.lock import SessionBusy, SessionLock
+from agentls.engine.sessions.lock import SessionLock
 from agentls.engine.sessions.store import SessionInfo, SessionStore, title_from
 from agentls.llm.backend import HINTS
 from agentls.settings import config
 from agentls.settings import view as config_view
 
-SECRET_NAME_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
-
-
 # --- the run ------------------------------------------------------------------------------
-
-
-class Stopped(Exception):
-    """Ends a headless run early with a stop reason (no model was involved, or no more)."""
-
-    def __init__(self, reason: StopReason, message: str, hint: str = "",
-                 kind: str | None = None) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-        self.hint = hint
-        self.kind = kind
 
 
 Body = Callable[["Headless"], Awaitable[None]]
@@ -90,7 +76,7 @@ class Headless:
         self.report = Report(command, dry_run=bool(args.dry_run))
         self.renderer = Renderer(quiet=args.quiet, json_mode=args.json,
                                  verbose=bool(getattr(args, "verbose", False)))
-        self.secrets = _secret_values(os.environ)
+        self.secrets = secret_values(os.environ)
         self.artifacts: RunArtifacts | None = None
         self.artifacts_failure: ArtifactsError | None = None
         self.session_lock: SessionLock | None = None  # one run per session across processes
@@ -113,7 +99,8 @@ class Headless:
                               "pass an existing folder with --cwd")
             if self.args.artifacts or self.args.artifacts_dir is not None:
                 self._open_artifacts()
-            self.prompt = self._read_prompt()
+            self.prompt = read_prompt(self.command, self.source, self.inline_prompt,
+                                      self.prompt_problem, self.root)
             settings = self._load_settings()
             asyncio.run(self._main(settings, body))
         except Stopped as stop:
@@ -133,41 +120,6 @@ class Headless:
             self.artifacts.write_json("meta.json", self._meta())
         except ArtifactsError as exc:
             raise Stopped("artifacts-error", str(exc)) from None
-
-    def _read_prompt(self) -> str:
-        if self.prompt_problem is not None:
-            raise Stopped("usage", self.prompt_problem, f"see `agentls {self.command} --help`")
-        if self.inline_prompt is not None:
-            text, where = self.inline_prompt, "the command line"
-        elif self.source == "-":
-            text = sys.stdin.buffer.read().decode("utf-8-sig", errors="replace")
-            where = "stdin"
-        else:
-            text, where = self._read_prompt_file(Path(self.source))
-        if not text.strip():
-            raise Stopped("prompt-not-found", f"the prompt from {where} is empty",
-                          "write the prompt into the file, or pipe it in with `-`")
-        return text
-
-    def _read_prompt_file(self, path: Path) -> tuple[str, str]:
-        """Relative paths are looked up in the current folder, then in the workspace."""
-        candidates = [path] if path.is_absolute() else [Path.cwd() / path, self.root / path]
-        for candidate in dict.fromkeys(candidates):
-            try:
-                data = candidate.read_bytes()
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            except OSError as exc:
-                raise Stopped("prompt-not-found",
-                              f"cannot read {candidate}: {exc.strerror or exc}",
-                              "pass a readable file, or - to read the prompt from stdin"
-                              ) from None
-            return data.decode("utf-8-sig", errors="replace"), str(candidate)
-        looked = " or ".join(str(c) for c in dict.fromkeys(candidates))
-        hint = "check the path, or pass - to read the prompt from stdin"
-        if self.command == "run":
-            hint += f"; to send {str(path)!r} itself as the prompt, use -p"
-        raise Stopped("prompt-not-found", f"prompt file not found: {looked}", hint)
 
     def _load_settings(self, **extra: Any) -> config.Settings:
         """Configuration with the command line on top (RG-002)."""
@@ -252,38 +204,12 @@ class Headless:
         return chosen
 
     def _open_session(self, store: SessionStore) -> SessionInfo | None:
-        wanted = self.args.session
-        if not wanted:
+        if not self.args.session:
             return None
-        session = store.get_session(wanted)
-        if session is None:
-            matches = [s for s in store.list_sessions(limit=10_000)
-                       if s.id.startswith(wanted.upper())]
-            if len(matches) > 1:
-                raise Stopped("usage", f"{wanted!r} is the start of {len(matches)} sessions' "
-                              "ids", "give more of the id (see `agentls sessions`)")
-            session = matches[0] if matches else None
-        if session is None:
-            raise Stopped("usage", f"no session {wanted!r} in this workspace ({self.root})",
-                          "list them with `agentls sessions`, or leave out --session to "
-                          "start a new one")
-        try:
-            self.session_lock = SessionLock.acquire(self.root, session.id, wait=self.args.wait,
-                                                    notify=self.renderer.progress)
-        except SessionBusy as exc:
-            raise Stopped("session-busy", str(exc), "wait for it to finish, or pass --wait "
-                          "to queue behind it") from None
+        session, self.session_lock = open_session(store, self.args.session, self.root,
+                                                  wait=self.args.wait,
+                                                  notify=self.renderer.progress)
         return session
-
-    def _open_store(self) -> SessionStore:
-        try:
-            return SessionStore.for_workspace(self.root)
-        except (OSError, sqlite3.Error) as exc:
-            raise Stopped("artifacts-error", f"cannot open the session store in "
-                          f"{self.root / '.agentls'}: {exc}",
-                          "run from a folder you can write to (--cwd DIR); if "
-                          ".agentls/state.db is damaged, move it aside (a new one is made)"
-                          ) from None
 
     # --- the iterations -----------------------------------------------------------------------
 
@@ -304,7 +230,7 @@ class Headless:
                 self.runner = ExternalRunner(settings, name, external, self.root, frontend,
                                              model=self.args.model)
             else:
-                store = self._open_store()
+                store = open_store(self.root)
                 existing = self._open_session(store)
                 self.settings = self._choose_backend(settings, existing)
                 session = existing or store.create_session(
@@ -415,37 +341,10 @@ class Headless:
             raise Stopped("artifacts-error", str(exc)) from None
 
     def _meta(self) -> dict[str, Any]:
-        args = self.args
-        settings = self.settings
-        backend = settings.backends.get(self.report.backend or "") if settings else None
-        finished = self.report.duration_ms or None
-        return {
-            "schema": 1,
-            "id": self.artifacts.directory.name if self.artifacts else None,
-            "command": self.command,
-            "agentlsVersion": __version__,
-            "python": platform.python_version(),
-            "platform": platform.system(),
-            "workspace": str(self.root),
-            "backend": self.report.backend,
-            "model": self.report.model,
-            "baseUrl": _without_credentials(backend.base_url)
-            if backend and backend.type == "openai" else None,
-            "sessionId": self.report.session_id,
-            "options": {
-                "source": self.source,
-                "quiet": args.quiet, "json": args.json, "dryRun": args.dry_run,
-                "yes": args.yes, "noCache": args.no_cache,
-                "timeoutMs": settings.timeout_ms if settings else None,
-                "maxIterations": settings.max_iterations if settings else None,
-                **self.meta_options,
-            },
-            "timings": {
-                "startedAt": _iso(self.started_wall),
-                "finishedAt": _iso(self.started_wall + finished / 1000) if finished else None,
-                "durationMs": finished,
-            },
-        }
+        return run_meta(self.args, command=self.command, source=self.source, root=self.root,
+                        settings=self.settings, report=self.report,
+                        artifacts=self.artifacts, started_wall=self.started_wall,
+                        options=self.meta_options)
 
     # --- the end ------------------------------------------------------------------------------
 
@@ -492,7 +391,7 @@ class Headless:
                 self.report.stop("artifacts-error", str(self.artifacts_failure))
             self.artifacts.close()
         self.renderer.close()
-        redact = self.artifacts.redact if self.artifacts else _redactor(self.secrets)
+        redact = self.artifacts.redact if self.artifacts else redactor(self.secrets)
         if self.args.json:
             self.renderer.result_json(self.report, redact)
         else:
@@ -508,31 +407,6 @@ def _uncancel() -> None:
     if task is not None:
         while task.cancelling():
             task.uncancel()
-
-
-def _secret_values(environ: Any) -> list[str]:
-    """Values of environment variables whose names say they hold a credential: they must
-    never reach an artifact or the --json output."""
-    return [value for name, value in environ.items()
-            if any(marker in name.upper() for marker in SECRET_NAME_MARKERS)
-            and not name.upper().endswith("_ENV")  # names another variable, holds no key
-            and len(value) >= MIN_SECRET_LENGTH]
-
-
-def _redactor(secrets: list[str]) -> Callable[[str], str]:
-    return RunArtifacts(Path("."), secrets).redact
-
-
-def _without_credentials(url: str) -> str:
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def _iso(timestamp: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(timestamp))
 
 
 def _tolerant_stdout() -> None:

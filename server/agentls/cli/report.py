@@ -205,3 +205,15 @@ class Report:
             "error": self.error.to_dict() if self.error else None,
             "artifactsDir": self.artifacts_dir,
         }
+
+
+class Stopped(Exception):
+    """Ends a headless run early with a stop reason (no model was involved, or no more)."""
+
+    def __init__(self, reason: StopReason, message: str, hint: str = "",
+                 kind: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.hint = hint
+        self.kind = kind
