@@ -6,12 +6,8 @@ from collections import namedtuple
 
 import pytest
 
-from agentls.lsp.services.protocol import (
-    ParamsError,
-    chat_event,
-    parse_chat_params,
-    parse_run_id,
-)
+from agentls.lsp.services.protocol import ParamsError, chat_event
+from agentls.lsp.services.protocol_params import parse_chat_params, parse_run_id
 
 
 def test_full_chat_params() -> None:

@@ -25,10 +25,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentls.engine.run_request import RunRequest
-from agentls.lsp.services import documents, protocol
+from agentls.lsp.services import documents, protocol, protocol_params
 from agentls.lsp.services.commands import register_command
 from agentls.lsp.services.handlers import request, single_argument
-from agentls.lsp.services.protocol import ChatContext, ChatParams, ChatResult, ParamsError
+from agentls.lsp.services.protocol import ChatResult, ParamsError
+from agentls.lsp.services.protocol_params import ChatContext, ChatParams
 from agentls.lsp.services.server_context import ServerContext
 from agentls.lsp.services.turn import TurnRefused, TurnRequest
 
@@ -82,7 +83,7 @@ def _range_text(ls: ServerContext, context: ChatContext) -> str:
 
 
 def engine_references(ls: ServerContext,
-                      refs: tuple[protocol.ContextReference, ...]) -> list[Reference]:
+                      refs: tuple[protocol_params.ContextReference, ...]) -> list[Reference]:
     """The client's references as the engine resolves them (selections read from the buffer)."""
     from agentls.engine.prompt.levels import Diagnostic
     from agentls.engine.prompt.references import Reference
@@ -109,7 +110,7 @@ def engine_references(ls: ServerContext,
 
 
 async def resolve_references(ls: ServerContext, host: EngineHost, base: Attachments | None,
-                             refs: tuple[protocol.ContextReference, ...]) -> ResolvedContext:
+                             refs: tuple[protocol_params.ContextReference, ...]) -> ResolvedContext:
     """The turn's attachments and chips: ``base`` (the older ``context``) plus ``refs``."""
     from agentls.engine.prompt import references
 
@@ -236,7 +237,7 @@ async def chat_command(ls: ServerContext, arguments: list[Any]) -> dict[str, Any
     first second) the answer has no ``sessionId`` and the turn opens its session itself."""
     import uuid
 
-    params = protocol.parse_chat_params(
+    params = protocol_params.parse_chat_params(
         single_argument(protocol.CMD_CHAT, protocol.CHAT)(arguments))
     host = ls.engine_if_built()  # never awaited: the start-up work may take a second
     if host is not None:
@@ -335,24 +336,24 @@ def ended_message(result: ChatResult, display: Callable[[str], str]) -> tuple[in
 def setup(server: ServerContext) -> None:
     @request(server, protocol.CHAT)
     async def chat(ls: ServerContext, params: Any) -> ChatResult:
-        return await run_chat(ls, protocol.parse_chat_params(params))
+        return await run_chat(ls, protocol_params.parse_chat_params(params))
 
     register_command(server, protocol.CMD_CHAT, chat_command)
 
     # agentls.cancel takes {runId} or the id itself as its argument.
     @request(server, protocol.CANCEL, command=protocol.CMD_CANCEL, command_params=list)
     async def cancel(ls: ServerContext, params: Any) -> dict[str, bool]:
-        return {"cancelled": ls.runs.cancel(protocol.parse_run_id(params))}
+        return {"cancelled": ls.runs.cancel(protocol_params.parse_run_id(params))}
 
     @request(server, protocol.SESSIONS)
     async def sessions(ls: ServerContext, params: Any) -> dict[str, Any]:
-        limit = protocol.parse_limit(params)
+        limit = protocol_params.parse_limit(params)
         host = await ls.engine()
         return {"sessions": [session_payload(s) for s in host.store.list_sessions(limit)]}
 
     @request(server, protocol.HISTORY)
     async def history(ls: ServerContext, params: Any) -> dict[str, Any]:
-        session_id = protocol.parse_session_id(params)
+        session_id = protocol_params.parse_session_id(params)
         host = await ls.engine()
         # Imported once the engine is: never on the event loop while the start-up thread
         # imports the same modules (two threads importing one package can deadlock).

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from agentls.lsp.services import protocol
+from agentls.lsp.services import protocol, protocol_params
 from agentls.lsp.services.handlers import request
 from agentls.lsp.services.protocol import ParamsError
 from agentls.lsp.services.server_context import ServerContext
@@ -56,7 +56,7 @@ async def models_request(ls: ServerContext, params: Any) -> dict[str, Any]:
     from agentls.engine import model_choice as models
     from agentls.engine import modes
 
-    session_id, probe = protocol.parse_models_params(params)
+    session_id, probe = protocol_params.parse_models_params(params)
     host = await ls.engine()
     listing = await models.list_models(host.agent.settings, probe=probe)
     out: dict[str, Any] = {
@@ -73,7 +73,7 @@ async def models_request(ls: ServerContext, params: Any) -> dict[str, Any]:
 async def set_model(ls: ServerContext, params: Any) -> dict[str, Any]:
     from agentls.engine import model_choice as models
 
-    session_id, model, backend = protocol.parse_session_option(params, protocol.SET_MODEL,
+    session_id, model, backend = protocol_params.parse_session_option(params, protocol.SET_MODEL,
                                                                "model")
     host = await ls.engine()
     info = _session(host, session_id)
@@ -93,7 +93,7 @@ async def set_model(ls: ServerContext, params: Any) -> dict[str, Any]:
 async def set_mode(ls: ServerContext, params: Any) -> dict[str, Any]:
     from agentls.engine import modes
 
-    session_id, name, _ = protocol.parse_session_option(params, protocol.SET_MODE, "mode")
+    session_id, name, _ = protocol_params.parse_session_option(params, protocol.SET_MODE, "mode")
     host = await ls.engine()
     _session(host, session_id)
     try:
@@ -106,7 +106,7 @@ async def set_mode(ls: ServerContext, params: Any) -> dict[str, Any]:
 async def turns(ls: ServerContext, params: Any) -> dict[str, Any]:
     from agentls.engine import display_history
 
-    session_id, limit, before = protocol.parse_turns_params(params)
+    session_id, limit, before = protocol_params.parse_turns_params(params)
     host = await ls.engine()
     _session(host, session_id)
     found = await asyncio.to_thread(display_history.page, host.store, session_id, limit=limit,
@@ -117,7 +117,7 @@ async def turns(ls: ServerContext, params: Any) -> dict[str, Any]:
 async def mentions(ls: ServerContext, params: Any) -> dict[str, Any]:
     from agentls.engine.prompt.mentions import candidates
 
-    query, kinds, limit = protocol.parse_mentions_params(params)
+    query, kinds, limit = protocol_params.parse_mentions_params(params)
     host = await ls.engine()
     workspace = ls.new_workspace()
     items = await asyncio.to_thread(candidates, query, kinds, limit, workspace,

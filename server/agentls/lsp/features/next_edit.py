@@ -34,9 +34,8 @@ from agentls.lsp.services.protocol import (
     NEXT_EDIT,
     NEXT_EDIT_STATUS,
     ParamsError,
-    inline_edit_id,
-    parse_next_edit_params,
 )
+from agentls.lsp.services.protocol_params import inline_edit_id, parse_next_edit_params
 
 if TYPE_CHECKING:
     from agentls.engine.inline.cursor_context import LineStarts

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
-from agentls.lsp.services import documents, protocol
+from agentls.lsp.services import documents, protocol, protocol_params
 from agentls.lsp.services.handlers import request
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ async def propose_edit(ls: ServerContext, params: Any) -> dict[str, Any]:
     from agentls.workspace.changeset import ChangeSet
     from agentls.workspace.fence import FenceError
 
-    session_id, uri, rng, text = protocol.parse_propose_edit(params)
+    session_id, uri, rng, text = protocol_params.parse_propose_edit(params)
     document = ls.workspace.text_documents.get(uri)
     path = documents.path_of(uri)
     if document is None or path is None:
