@@ -13,9 +13,10 @@ Decisions worth knowing:
 - A symlink is followed: both the path as written and the file it resolves to must pass
   the fence, and the resolved path is the one returned (writes land on the real file).
 
-At ~450 lines this module stays one: ``Workspace`` is one object (resolving a path through the
-fence, then reading and staging through the overlay share its roots and open documents); the
-rules themselves are in ``fence_rules.py``.
+``Workspace`` is one object: resolving a path through the fence, then reading and staging
+through the overlay, share its roots and open documents. The rules themselves are in
+``fence_rules.py``; the vocabulary (``WorkspacePath``, ``FenceError`` and its messages, the
+path arithmetic) in ``paths.py``.
 """
 
 from __future__ import annotations
@@ -24,12 +25,9 @@ import asyncio
 import contextlib
 import errno
 import os
-import re
 import stat
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 from urllib.parse import unquote, urlparse
 
 from agentls.workspace.changeset import (
@@ -40,78 +38,25 @@ from agentls.workspace.changeset import (
     encode_text,
     sha256_hex,
 )
-from agentls.workspace.fence_rules import DEFAULT_DENY, FenceRules, Refusal
+from agentls.workspace.fence_rules import DEFAULT_DENY, FenceRules
+from agentls.workspace.paths import (
+    WINDOWS_DRIVE,
+    FenceCode,
+    FenceError,
+    Root,
+    WorkspacePath,
+    fs_ignores_case,
+    inside,
+    is_a_directory,
+    is_special,
+    not_found,
+    outside,
+    refused,
+    rel,
+)
 
-FenceCode = Literal[
-    "OUTSIDE_WORKSPACE",
-    "IGNORED",
-    "DENIED",
-    "INVALID_PATH",
-    "NOT_A_FILE",
-    "NOT_FOUND",
-    "IS_A_DIRECTORY",
-    "ALREADY_EXISTS",
-]
-
-_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:(/|$)")
-
-
-class FenceError(Exception):
-    """A path the fence refuses, or a file the overlay cannot give.
-
-    ``code`` is stable (tools put it in ``error``); ``message`` is written for the model:
-    what failed and what to do next.
-    """
-
-    def __init__(self, code: FenceCode, message: str) -> None:
-        super().__init__(message)
-        self.code: str = code
-        self.message = message
-
-
-@dataclass(frozen=True)
-class WorkspacePath:
-    root: Path  # the (resolved) root it lies under
-    abs: Path  # absolute normalised path, symlinks resolved
-    rel: str  # posix path relative to root, "." for the root itself
-    # The root's name when the workspace has several roots, else "" (not part of equality).
-    root_label: str = field(default="", compare=False)
-
-    @property
-    def display(self) -> str:
-        """How the model should see and write this path."""
-        if not self.root_label:
-            return self.rel
-        return self.root_label if self.rel == "." else f"{self.root_label}/{self.rel}"
-
-
-@dataclass(frozen=True)
-class _Root:
-    path: str  # resolved
-    label: str
-    aliases: tuple[str, ...]  # spellings of the root lexical paths may start with
-    fold_case: bool  # the filesystem ignores case, so gitignore matching does too
-
-
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root if root.endswith(os.sep) else root + os.sep)
-
-
-def _rel(path: str, root: str) -> str:
-    if path == root:
-        return "."
-    rel = path[len(root) :].lstrip(os.sep)
-    return rel.replace(os.sep, "/") if os.sep != "/" else rel
-
-
-def _fs_ignores_case(root: str) -> bool:
-    swapped = root.swapcase()
-    if swapped == root:
-        return False
-    try:
-        return os.path.samefile(root, swapped)
-    except OSError:
-        return False
+# FenceError, FenceCode and WorkspacePath are paths.py's; every caller imports them from here.
+__all__ = ["FenceCode", "FenceError", "Workspace", "WorkspacePath"]
 
 
 def _on_event_loop() -> bool:
@@ -120,10 +65,6 @@ def _on_event_loop() -> bool:
     except RuntimeError:
         return False
     return True
-
-
-def _is_special(mode: int) -> bool:
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 class Workspace:
@@ -138,7 +79,7 @@ class Workspace:
     ) -> None:
         if not roots:
             raise ValueError("A workspace needs at least one root folder.")
-        built: list[_Root] = []
+        built: list[Root] = []
         labels: set[str] = set()
         for given in roots:
             lexical = os.path.abspath(os.fspath(given))
@@ -152,7 +93,7 @@ class Workspace:
                 n += 1
             labels.add(label)
             aliases = tuple(dict.fromkeys((real, lexical)))
-            built.append(_Root(real, label, aliases, _fs_ignores_case(real)))
+            built.append(Root(real, label, aliases, fs_ignores_case(real)))
         self._roots = tuple(built)
         self.roots: tuple[Path, ...] = tuple(Path(r.path) for r in built)
         self.deny: tuple[str, ...] = tuple(deny)
@@ -180,14 +121,14 @@ class Workspace:
             text = unquote(urlparse(text).path)
         text = text.replace("\\", "/")
         # A drive path names another machine's layout unless we run on Windows.
-        if (os.name != "nt" and _WINDOWS_DRIVE.match(text)) or text.startswith("~"):
-            raise self._outside(path)
+        if (os.name != "nt" and WINDOWS_DRIVE.match(text)) or text.startswith("~"):
+            raise outside(path, self._roots)
         if not text:
             text = "."
         lexical_root, lexical = self._lexical(text, path)
-        root, real, rel = self._check(path, lexical_root, lexical)
+        root, real, relative = self._check(path, lexical_root, lexical)
         label = root.label if len(self._roots) > 1 else ""
-        return WorkspacePath(Path(root.path), Path(real), rel, label)
+        return WorkspacePath(Path(root.path), Path(real), relative, label)
 
     def is_visible(self, abs_path: Path) -> bool:
         """Whether ``resolve`` would accept this absolute path (no exception, for listings)."""
@@ -221,12 +162,12 @@ class Workspace:
         root = self._real_root(real)
         if root is None:
             return self.is_visible(Path(entry.path))
-        if self._rules.refusal(root.path, root.fold_case, _rel(real, root.path),
+        if self._rules.refusal(root.path, root.fold_case, rel(real, root.path),
                                is_dir) is not None:
             return False
         return is_file  # neither a file nor a folder: a FIFO, socket or device
 
-    def _lexical(self, text: str, original: str) -> tuple[_Root | None, str]:
+    def _lexical(self, text: str, original: str) -> tuple[Root | None, str]:
         if text.startswith("/") or os.path.isabs(text):
             lexical = os.path.normpath(text)
             return self._lexical_root(lexical), lexical
@@ -238,31 +179,31 @@ class Workspace:
                     root, text = candidate, rest or "."
                     break
         lexical = os.path.normpath(os.path.join(root.path, text))
-        if not _inside(lexical, root.path):
+        if not inside(lexical, root.path):
             other = self._lexical_root(lexical)  # '..' may lead into another root
             if other is None:
-                raise self._outside(original)
+                raise outside(original, self._roots)
             return other, lexical
         return root, lexical
 
-    def _lexical_root(self, lexical: str) -> _Root | None:
-        best: tuple[int, _Root] | None = None
+    def _lexical_root(self, lexical: str) -> Root | None:
+        best: tuple[int, Root] | None = None
         for root in self._roots:
             for alias in root.aliases:
-                if _inside(lexical, alias) and (best is None or len(alias) > best[0]):
+                if inside(lexical, alias) and (best is None or len(alias) > best[0]):
                     best = (len(alias), root)
         return best[1] if best else None
 
-    def _real_root(self, real: str) -> _Root | None:
-        best: _Root | None = None
+    def _real_root(self, real: str) -> Root | None:
+        best: Root | None = None
         for root in self._roots:
-            if _inside(real, root.path) and (best is None or len(root.path) > len(best.path)):
+            if inside(real, root.path) and (best is None or len(root.path) > len(best.path)):
                 best = root
         return best
 
     def _check(
-        self, original: str, lexical_root: _Root | None, lexical: str
-    ) -> tuple[_Root, str, str]:
+        self, original: str, lexical_root: Root | None, lexical: str
+    ) -> tuple[Root, str, str]:
         """(root, real path, rel) of a path that passes the fence; FenceError otherwise."""
         real = os.path.realpath(lexical)
         root = self._real_root(real)
@@ -274,7 +215,7 @@ class Workspace:
                     f"workspace, to {real}. Only files inside the workspace can be used; "
                     f"work with the files under the workspace root instead.",
                 )
-            raise self._outside(original)
+            raise outside(original, self._roots)
         try:
             st: os.stat_result | None = os.stat(real)
         except FileNotFoundError:
@@ -287,19 +228,19 @@ class Workspace:
                 ) from exc
             st = None
         is_dir = st is not None and stat.S_ISDIR(st.st_mode)
-        real_rel = _rel(real, root.path)
+        real_rel = rel(real, root.path)
         refusal = self._rules.refusal(root.path, root.fold_case, real_rel, is_dir)
         if refusal is None and lexical_root is not None:
             for alias in lexical_root.aliases:
-                if _inside(lexical, alias):
-                    lexical_rel = _rel(lexical, alias)
+                if inside(lexical, alias):
+                    lexical_rel = rel(lexical, alias)
                     if lexical_rel != real_rel or lexical_root is not root:
                         refusal = self._rules.refusal(lexical_root.path, lexical_root.fold_case,
                                                       lexical_rel, is_dir)
                     break
         if refusal is not None:
-            raise self._refused(original, refusal)
-        if st is not None and _is_special(st.st_mode):
+            raise refused(original, refusal)
+        if st is not None and is_special(st.st_mode):
             raise FenceError(
                 "NOT_A_FILE",
                 f"{original!r} is not a regular file (it is a FIFO, socket or device). "
@@ -307,39 +248,15 @@ class Workspace:
             )
         return root, real, real_rel
 
-    def _outside(self, original: str) -> FenceError:
-        roots = ", ".join(r.path for r in self._roots)
-        return FenceError(
-            "OUTSIDE_WORKSPACE",
-            f"{original!r} is outside the workspace (root: {roots}). Use a path relative to "
-            f"the workspace root, e.g. 'src/main.py'; '..' cannot leave the root.",
-        )
-
-    @staticmethod
-    def _refused(original: str, refusal: Refusal) -> FenceError:
-        if refusal.code == "DENIED":
-            return FenceError(
-                "DENIED",
-                f"{original!r} is refused by the deny list (pattern {refusal.pattern!r}): it "
-                f"may hold secrets or tool state. Do not try other spellings of this path; "
-                f"continue without it, or ask the user for what you need from it.",
-            )
-        return FenceError(
-            "IGNORED",
-            f"{original!r} is excluded by {refusal.source} (pattern {refusal.pattern!r}), so "
-            f"it is outside what you may read or change. Work on the files that are not "
-            f"ignored (build outputs usually have sources); ask the user if you need it.",
-        )
-
     def display_path(self, abs_path: Path) -> str:
         """The display form of an absolute path under a root (the path itself otherwise)."""
         real = os.path.normpath(os.path.abspath(abs_path))
         root = self._real_root(real) or self._lexical_root(real)
         if root is None:
             return str(abs_path)
-        alias = next(a for a in root.aliases if _inside(real, a))
+        alias = next(a for a in root.aliases if inside(real, a))
         label = root.label if len(self._roots) > 1 else ""
-        return WorkspacePath(Path(root.path), Path(real), _rel(real, alias), label).display
+        return WorkspacePath(Path(root.path), Path(real), rel(real, alias), label).display
 
     # -- documents the editor has open ---------------------------------------------------
 
@@ -423,20 +340,20 @@ class Workspace:
     def stage_write(self, wp: WorkspacePath, text: str) -> ChangeKind:
         """Record new full text for ``wp``; returns "create" or "update"."""
         if self.is_dir(wp):
-            raise self._is_a_directory(wp)
+            raise is_a_directory(wp)
         self._check_parents_are_folders(wp)
         return self.changeset.write(wp.abs, text, base=self.base_of(wp))
 
     def stage_delete(self, wp: WorkspacePath) -> None:
         self._check_overlay_file(wp)
         if not self.exists(wp):
-            raise self._not_found(wp)
+            raise not_found(wp, self._roots)
         self.changeset.delete(wp.abs, base=self.base_of(wp))
 
     def stage_rename(self, src: WorkspacePath, dst: WorkspacePath) -> None:
         self._check_overlay_file(src)
         if not self.exists(src):
-            raise self._not_found(src)
+            raise not_found(src, self._roots)
         if self.exists(dst):
             raise FenceError(
                 "ALREADY_EXISTS",
@@ -457,11 +374,11 @@ class Workspace:
                 f"Create it again if you need it.",
             )
         if self.changeset.current_text(wp.abs) is None and self.is_dir(wp):
-            raise self._is_a_directory(wp)
+            raise is_a_directory(wp)
 
     def _check_parents_are_folders(self, wp: WorkspacePath) -> None:
         parent = wp.abs.parent
-        while parent != wp.root and _inside(str(parent), str(wp.root)):
+        while parent != wp.root and inside(str(parent), str(wp.root)):
             if self.changeset.current_text(parent) is not None or (
                 os.path.isfile(parent) and not self.changeset.is_deleted(parent)
             ):
@@ -477,28 +394,9 @@ class Workspace:
         try:
             st = os.stat(wp.abs)
         except FileNotFoundError:
-            raise self._not_found(wp) from None
+            raise not_found(wp, self._roots) from None
         if stat.S_ISDIR(st.st_mode):
-            raise self._is_a_directory(wp)
+            raise is_a_directory(wp)
         if not stat.S_ISREG(st.st_mode):
             raise FenceError("NOT_A_FILE", f"{wp.display!r} is not a regular file.")
         return wp.abs.read_bytes()
-
-    def _not_found(self, wp: WorkspacePath) -> FenceError:
-        hint = "Use list_files to see what exists, or search_text to find it."
-        first = wp.rel.split("/", 1)[0]
-        if len(self._roots) == 1 and first == self._roots[0].label and wp.rel != first:
-            hint = (
-                f"Paths are relative to the workspace root, which is already "
-                f"{first!r}: try {wp.rel.split('/', 1)[1]!r}."
-            )
-        return FenceError("NOT_FOUND", f"{wp.display!r} does not exist. {hint}")
-
-    @staticmethod
-    def _is_a_directory(wp: WorkspacePath) -> FenceError:
-        return FenceError(
-            "IS_A_DIRECTORY",
-            f"{wp.display!r} is a folder, not a file. Use list_files to see what it holds.",
-        )
-
-
