@@ -5,14 +5,18 @@ scripted model server (not a real model) answering /v1/completions in Zeta's for
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import client_capabilities
 
 from agentls.devtools.replay.command import ReplayServer
 from agentls.engine.next_edit.region import excerpt
+from agentls.sandbox.bwrap import probe
 from tests.lsp.conftest import AgentClient, apply_text_edits, initialize, options_for
 from tests.lsp.test_inline_completion import change_doc, open_doc
 
@@ -192,3 +196,42 @@ async def test_off_without_a_model(bare_client: AgentClient, project: Path,
     uri = open_doc(bare_client, project / "src" / "scale.py", SOURCE)
     assert await ask(bare_client, uri, 0, 0) == []
     assert model.requests == []
+
+
+PYRIGHT = os.path.join(os.path.dirname(sys.executable), "basedpyright-langserver")
+
+
+@pytest.mark.skipif(not probe().available, reason="no sandbox here (the language servers' home)")
+async def test_the_chat_prompt_quotes_definitions_from_the_agents_language_servers(
+        bare_client: AgentClient, model: ReplayServer, tmp_path: Path) -> None:
+    if not os.access(PYRIGHT, os.X_OK):
+        pytest.skip("basedpyright is not installed (the dev extra has it)")
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (root / "lib.py").write_text('def area(width: float, height: float) -> float:\n'
+                                 '    """The rectangle\'s area."""\n'
+                                 '    return width * height\n')
+    model.load({"steps": [{"times": "*", "reply": {"rewrite": [["size", "surface"]]}}]})
+    options = options_for(model, detect=False, servers={"basedpyright": {
+        "command": PYRIGHT, "startup_timeout_s": 60}})
+    options["next_edit"] = {"model": "scripted-model", "format": "chat", "debounce_ms": 0}
+    await initialize(bare_client, client_capabilities("visual-studio-code"), root, options)
+    text = "from lib import area\n\nsize = area(2, 3)\nprint(size)\n"
+    uri = open_doc(bare_client, root / "app.py", text)
+    change_doc(bare_client, uri, text.replace("size = area", "surface = area"))
+
+    def quoted() -> bool:
+        chats = [r for r in model.requests if r.path == "/v1/chat/completions"]
+        return bool(chats) and "def area(width: float, height: float) -> float:" in (
+            chats[-1].body["messages"][-1]["content"])
+
+    for _ in range(120):  # the servers start in the sandbox between requests
+        await ask(bare_client, uri, 2, 10, method="agentls/nextEdit")
+        if quoted():
+            break
+        await asyncio.sleep(0.5)
+    assert quoted()
+    user = [r for r in model.requests if r.path == "/v1/chat/completions"][-1].body[
+        "messages"][-1]["content"]
+    assert "Related definitions:\nlib.py:1 (area):\ndef area(" in user
