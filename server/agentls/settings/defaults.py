@@ -5,7 +5,7 @@ settings no layer changes without pydantic (``agentls.settings.view``)."""
 
 from typing import Any
 
-SOURCE_HASH = 'c19402d6e8a171b19a68c8f6cd00228110c133754bbf7684fb227541dc3197e3'
+SOURCE_HASH = '82b221a18300df3fe368879c22806b6ccfbaba9e9b1b3fe6548121977fe60a87'
 
 DEFAULTS: dict[str, Any] = {'backend': 'openai',
  'backends': {'openai': {'type': 'openai',

@@ -350,7 +350,7 @@ class Settings(BaseModel):
     completion: CompletionConfig = Field(default_factory=CompletionConfig)
     next_edit: NextEditConfig = Field(default_factory=NextEditConfig)
     mcp: McpConfig = Field(default_factory=McpConfig, description="Tools from MCP servers "
-                           "(README: Tools from MCP servers).")
+                           "(docs/MCP.md).")
     lsp: LspConfig = Field(default_factory=LspConfig, description="Language servers the "
                            "agent reads diagnostics, definitions and references from "
                            "(docs/LANGUAGE_SERVERS.md).")
