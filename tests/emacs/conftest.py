@@ -24,7 +24,7 @@ def emacs_with_eglot() -> str:
 
 
 def scripted_options(base_url: str) -> dict[str, Any]:
-    """AgentLS's initializationOptions for the scripted model (agentls.devtools.replay.command)."""
+    """AgentLS's initializationOptions for the scripted model (agentls.devtools.replay)."""
     return {
         "backend": "scripted",
         "backends": {"scripted": {"base_url": base_url, "model": "scripted-model",

@@ -1,7 +1,7 @@
 ;;; eglot_session.el --- Emacs + eglot, no AgentLS plugin, against `agentls serve'  -*- lexical-binding: t -*-
 
 ;; Run by tests/emacs/test_eglot.py as `emacs --batch -l eglot_session.el'.  The model
-;; behind the server is the scripted one (agentls.devtools.replay.command), not a real model.
+;; behind the server is the scripted one (agentls.devtools.replay), not a real model.
 ;;
 ;; What a person does with docs/EDITORS.md's eglot setup: open a Python file, start eglot,
 ;; pick "AgentLS: Fix ..." in `eglot-code-actions', then ask with `agentls-chat'; eglot

@@ -1,6 +1,6 @@
 """`make demo`: real requests through the real backend layer, answered by a SCRIPTED model.
 
-No real model is involved: the scripted model server (agentls.devtools.replay.command) speaks the
+No real model is involved: the scripted model server (agentls.devtools.replay) speaks the
 OpenAI HTTP API and answers from devtools/scripts/demo.yaml, and, for the last part
 (`agentls run` editing a sample project), from devtools/scripts/demo_run.yaml.
 """
@@ -64,7 +64,7 @@ async def ask(pool: BackendPool, title: str, prompt: str) -> None:
 async def demo() -> int:
     console.print(Panel.fit(
         "AgentLS demo. The model here is [bold]SCRIPTED[/bold] "
-        "(agentls.devtools.replay.command): a real OpenAI-compatible HTTP server replaying "
+        "(agentls.devtools.replay): a real OpenAI-compatible HTTP server replaying "
         f"{SCRIPT.name}, not a real model. Everything else is the real code path: "
         "openai client, streaming, retries, response cache.",
         title="scripted model",

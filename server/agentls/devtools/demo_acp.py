@@ -6,7 +6,7 @@ the review's permission request is answered "apply all", and the files are writt
 the client's fs/write_text_file, as in Zed. The client offers a terminal: the sandboxed
 command runs there (the command line AgentLS hands over is printed), and the model's plan
 shows as a checklist. The model is the scripted server
-(agentls.devtools.replay.command) answering from devtools/scripts/demo_acp.yaml.
+(agentls.devtools.replay) answering from devtools/scripts/demo_acp.yaml.
 """
 
 from __future__ import annotations

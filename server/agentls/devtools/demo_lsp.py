@@ -1,6 +1,6 @@
 """The `make demo` part that drives the real language server over stdio, as an editor would.
 
-The model is SCRIPTED (agentls.devtools.replay.command): the tool calls are replayed, but the
+The model is SCRIPTED (agentls.devtools.replay): the tool calls are replayed, but the
 server,
 the engine, the edit and the WorkspaceEdit the editor would preview are the real ones.
 """
