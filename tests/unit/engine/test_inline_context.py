@@ -1,47 +1,16 @@
-"""Inline completion's context: cursor offsets across versions, windows, other files."""
+"""Inline completion's context: windows around the cursor, other files."""
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 from agentls.engine.inline.cursor_context import (
-    LineStarts,
-    code_points,
     fit_files,
     imported_definitions,
     indent_unit,
     window,
 )
 from agentls.llm.fim_templates import ContextFile
-
-
-def naive_start(text: str, line: int) -> int | None:
-    lines = text.split("\n")
-    return None if line >= len(lines) else sum(len(part) + 1 for part in lines[:line])
-
-
-def test_line_starts_follow_edits_between_versions() -> None:
-    rng = random.Random(7)
-    text = "".join(f"line {i} = {i}\n" for i in range(300))
-    starts = LineStarts()
-    for _ in range(500):
-        line = rng.randrange(0, 320)
-        if rng.random() < 0.6:  # an edit somewhere, as pygls makes a new text each time
-            at = rng.randrange(0, len(text) + 1)
-            text = text[:at] + rng.choice(["x", "\n", "ab\r\ncd", "", "é🎉"]) + text[at:]
-        assert starts.line_start(text, line) == naive_start(text, line), line
-
-
-def test_offsets_in_each_encoding_and_clamped() -> None:
-    text = "a = '日本🎉'\r\nb = 2\n"
-    starts = LineStarts()
-    line = "a = '日本🎉'"
-    assert starts.offset(text, 0, len(line.encode("utf-16-le")) // 2, "utf-16") == len(line)
-    assert starts.offset(text, 0, len(line.encode()), "utf-8") == len(line)
-    assert starts.offset(text, 0, 999, "utf-16") == len(line)  # past the end of the line
-    assert starts.offset(text, 99, 0, "utf-16") == len(text)  # past the last line
-    assert code_points("🎉x", 1, "utf-16") == 0  # inside a surrogate pair: before it
 
 
 def test_window_is_cut_at_line_starts_within_the_budget() -> None:

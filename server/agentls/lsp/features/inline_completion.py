@@ -26,8 +26,8 @@ from agentls.lsp.services.protocol import COMPLETION_STATUS
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
+    from agentls.base.text_positions import LineStarts
     from agentls.engine.inline.completer import InlineCompleter, Status
-    from agentls.engine.inline.cursor_context import LineStarts
     from agentls.llm.fim_templates import ContextFile
     from agentls.lsp.services.server_context import ServerContext
     from agentls.workspace.fence import Workspace
@@ -159,7 +159,7 @@ class InlineCompletionFeature:
     def _index(self, uri: str) -> LineStarts:
         index = self._lines.get(uri)
         if index is None:
-            from agentls.engine.inline.cursor_context import LineStarts
+            from agentls.base.text_positions import LineStarts
 
             index = self._lines[uri] = LineStarts()
         return index

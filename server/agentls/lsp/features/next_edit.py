@@ -40,7 +40,7 @@ from agentls.lsp.services.protocol import (
 from agentls.lsp.services.protocol_params import inline_edit_id, parse_next_edit_params
 
 if TYPE_CHECKING:
-    from agentls.engine.inline.cursor_context import LineStarts
+    from agentls.base.text_positions import LineStarts
     from agentls.engine.next_edit.history import EditHistory
     from agentls.engine.next_edit.predictor import NextEditPredictor, Status, Suggestion
     from agentls.lsp.services.server_context import ServerContext
@@ -229,7 +229,7 @@ class NextEditFeature:
     def _index(self, uri: str) -> LineStarts:
         index = self._lines.get(uri)
         if index is None:
-            from agentls.engine.inline.cursor_context import LineStarts
+            from agentls.base.text_positions import LineStarts
 
             index = self._lines[uri] = LineStarts()
         return index
@@ -342,7 +342,7 @@ class NextEditFeature:
 def _position(text: str, offset: int, line: int, cursor: int, encoding: str) -> dict[str, int]:
     """The LSP position of ``offset``, counted from the cursor's line (never from the top of a
     long document)."""
-    from agentls.engine.inline.cursor_context import units_of
+    from agentls.base.text_positions import units_of
 
     if offset >= cursor:
         at_line = line + text.count("\n", cursor, offset)

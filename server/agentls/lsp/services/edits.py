@@ -25,13 +25,13 @@ caller can tell the person, or write those files itself.
 from __future__ import annotations
 
 import logging
-from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from lsprotocol import types as lsp
 
+from agentls.base.text_positions import ENCODINGS, Positions
 from agentls.workspace.changeset import (
     ChangeSet,
     FileChange,
@@ -43,44 +43,18 @@ from agentls.workspace.changeset import (
 
 log = logging.getLogger(__name__)
 
-_ENCODINGS = ("utf-8", "utf-16", "utf-32")
-
-
 # -- positions ---------------------------------------------------------------------------
 
 
-def _units(text: str, encoding: str) -> int:
-    """Length of ``text`` in the code units of the position encoding."""
-    if encoding == "utf-32" or text.isascii():
-        return len(text)
-    if encoding == "utf-16":
-        return len(text.encode("utf-16-le", "surrogatepass")) // 2
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
-class _Positions:
-    """Offsets in a text (Python str indices) to LSP positions in a given encoding."""
-
-    def __init__(self, text: str, encoding: str) -> None:
-        self.text = text
-        self.encoding = encoding
-        self.line_starts = [0]
-        offset = 0
-        for line in split_lines(text):
-            offset += len(line)
-            if line.endswith(("\n", "\r")):
-                self.line_starts.append(offset)
-
-    def at(self, offset: int) -> lsp.Position:
-        line = bisect_right(self.line_starts, offset) - 1
-        start = self.line_starts[line]
-        return lsp.Position(line=line, character=_units(self.text[start:offset], self.encoding))
+def _at(positions: Positions, offset: int) -> lsp.Position:
+    line, character = positions.at(offset)
+    return lsp.Position(line=line, character=character)
 
 
 def _check_encoding(encoding: str) -> str:
     value = str(getattr(encoding, "value", encoding)).lower()
-    if value not in _ENCODINGS:
-        raise ValueError(f"Unknown position encoding {encoding!r}; expected one of {_ENCODINGS}.")
+    if value not in ENCODINGS:
+        raise ValueError(f"Unknown position encoding {encoding!r}; expected one of {ENCODINGS}.")
     return value
 
 
@@ -128,7 +102,7 @@ def minimal_text_edits(old: str, new: str, encoding: str = "utf-16") -> list[lsp
     b_offsets = [0]
     for line in b:
         b_offsets.append(b_offsets[-1] + len(line))
-    positions = _Positions(old, encoding)
+    positions = Positions(old, encoding)
     edits: list[lsp.TextEdit] = []
     for tag, i1, i2, j1, j2 in line_opcodes(a, b):
         if tag == "equal":
@@ -147,16 +121,16 @@ def minimal_text_edits(old: str, new: str, encoding: str = "utf-16") -> list[lsp
             e += 1
             tail -= 1
         replacement = new[new_start + head : new_end - tail]
-        end_position = positions.at(e)
+        end_position = _at(positions, e)
         if not old:
             # An empty document: end one line past it. Clients clamp the range (VS Code), and
             # Neovim then drops the empty line it would otherwise leave after the new text.
             end_position = lsp.Position(line=1, character=0)
         elif s == e == len(old) and replacement:
             s, e, replacement = _before_final_newline(old, replacement)
-            end_position = positions.at(e)
+            end_position = _at(positions, e)
         edits.append(
-            lsp.TextEdit(range=lsp.Range(positions.at(s), end_position), new_text=replacement)
+            lsp.TextEdit(range=lsp.Range(_at(positions, s), end_position), new_text=replacement)
         )
     return edits
 
