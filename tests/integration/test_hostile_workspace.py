@@ -160,6 +160,13 @@ def search_result(model: ReplayServer) -> dict[str, Any]:
     return found
 
 
+@pytest.fixture(autouse=True)
+def rerank_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests watch the re-ranking worker start safely: re-ranking is opted in (off by
+    default since issue 40)."""
+    monkeypatch.setenv("AGENTLS_INDEX_RERANK", "auto")
+
+
 def run_command(argv: list[str], cwd: Path, env: dict[str, str]
                 ) -> tuple[subprocess.CompletedProcess[str], list[tuple[list[str], str]]]:
     process = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,

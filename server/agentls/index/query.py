@@ -35,6 +35,7 @@ SNIPPET_LINES = 12
 BM25_WEIGHTS = (1.0, 3.0, 1.5)
 # A symbol query also looks up the chunks that define the symbol, at most this many.
 DEFINITIONS_LOOKED_UP = 20
+DEFINITION_ROWS = 500  # chunks whose symbol holds the name's word, searched for the exact name
 
 
 @dataclass(frozen=True)
@@ -187,14 +188,21 @@ def _rerank(index: SemanticIndex, reranker: Reranker, query: str,
 
 
 def definitions(index: SemanticIndex, names: set[str]) -> list[int]:
-    """Chunks whose symbol is one of ``names`` or ends with it (``Class.method``), exactly
-    (identifiers only, so the GLOB pattern holds no wildcard)."""
+    """Chunks whose symbol is one of ``names`` or ends with it (``Class.method``): the
+    symbol column of the word index narrows them down, then the exact name decides."""
     found: list[int] = []
-    for name in sorted(n for n in names if n.isidentifier()):
+    for name in sorted(names):
+        words = code_words(name)
+        if not words:
+            continue
         with index.lock:
-            found.extend(int(r[0]) for r in index.conn.execute(
-                "SELECT id FROM chunks WHERE symbol = ? OR symbol GLOB ? LIMIT ?",
-                (name, f"*.{name}", DEFINITIONS_LOOKED_UP)))
+            rows = index.conn.execute(
+                "SELECT c.id, c.symbol FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+                "WHERE chunks_fts MATCH ? LIMIT ?",
+                (f'symbol : "{words[0]}"', DEFINITION_ROWS)).fetchall()
+        exact = [int(i) for i, symbol in rows
+                 if symbol == name or symbol.endswith(f".{name}")]
+        found.extend(exact[:DEFINITIONS_LOOKED_UP])
     return found
 
 

@@ -5,7 +5,7 @@ settings no layer changes without pydantic (``agentls.settings.view``)."""
 
 from typing import Any
 
-SOURCE_HASH = '82b221a18300df3fe368879c22806b6ccfbaba9e9b1b3fe6548121977fe60a87'
+SOURCE_HASH = '546fb42b3dec7cec2111c0d57060063e452b4b13870bdb6341d7a1d67fc33203'
 
 DEFAULTS: dict[str, Any] = {'backend': 'openai',
  'backends': {'openai': {'type': 'openai',
@@ -60,7 +60,7 @@ DEFAULTS: dict[str, Any] = {'backend': 'openai',
            'embedding_base_url': 'http://localhost:11434/v1',
            'embedding_model': 'nomic-embed-text',
            'embedding_api_key_env': None,
-           'rerank': 'auto',
+           'rerank': 'off',
            'chat_context': 0,
            'max_file_kb': 512},
  'permissions': {'tools': {'read_file': 'allow',

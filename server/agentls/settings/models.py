@@ -123,11 +123,11 @@ class IndexConfig(BaseModel):
         None, description="Environment variable holding that endpoint's key; none for none.",
         examples=["OPENAI_API_KEY"])
     rerank: Literal["auto", "off"] = Field(
-        "auto", description="Interactive searches (`agentls search`, the agent's "
+        "off", description="Interactive searches (`agentls search`, the agent's "
         "search_semantic) over `static` vectors re-order their first 20 candidates with "
-        "all-MiniLM-L6-v2 (recall@5 on the labelled set 0.67 -> 0.94; about a second a query "
-        "once loaded, several to load): `auto` = when `agentls[local]` is installed, `off` = "
-        "never.", examples=["off"])
+        "all-MiniLM-L6-v2: `auto` = when `agentls[local]` is installed, `off` = never (the "
+        "default: on the code-search benchmark it adds little, and it loads torch, seconds "
+        "per `agentls search`; see docs/SEMANTIC_SEARCH.md).", examples=["auto"])
     chat_context: int = Field(0, ge=0, le=20, description="Chunks of the search index (the "
                               "best matches for the request) added to each chat request; 0 = "
                               "off (the default until measured useful for your repository).",

@@ -56,7 +56,7 @@ def fresh_default(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspac
     tmp = tmp_path_factory.mktemp("rerank")
     shutil.copytree(REPO, tmp / "repo")
     embedder = _static(tmp)
-    reranker = make_reranker(IndexConfig(), embedder)
+    reranker = make_reranker(IndexConfig(rerank="auto"), embedder)
     assert reranker is not None and reranker.model == "local:all-MiniLM-L6-v2"
     search = WorkspaceSearch(SemanticIndex(Workspace([tmp / "repo"]), embedder), reranker)
     stats = search.update()
@@ -92,9 +92,10 @@ def test_only_interactive_searches_wait_for_the_model(fresh_default: WorkspaceSe
         assert hits[0].symbol == query, (query, hits)
 
 
-def test_rerank_off_and_other_providers_get_no_reranker(tmp_path: Path) -> None:
+def test_rerank_off_by_default_and_other_providers_get_no_reranker(tmp_path: Path) -> None:
     static = _static(tmp_path)
     assert make_reranker(IndexConfig(rerank="off"), static) is None
+    assert make_reranker(IndexConfig(), static) is None  # opt-in since issue 40
     assert make_reranker(IndexConfig(), None) is None
 
 
