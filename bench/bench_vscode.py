@@ -15,6 +15,12 @@ the extension itself (AGENTLS_VSCODE_TIMINGS):
 * a 1,000-turn session opened from the panel's History: agentls/turns (its latest page of
   200 turns), the model and view built in the extension, the webview's drawing with layout;
   goal <= 200 ms.
+* the review in the editor (agentls.review = editor) of an edit of 20 files with 10 hunks
+  each: from the workspace/applyEdit request's arrival in the extension until the page shows
+  the first file's review (its text, its lines' colours and its gutter marks drawn; when each
+  came, and the CodeLens, in the name), goal <= 150 ms; and keeping
+  one hunk from its CodeLens, from the click until its removed lines are gone from the
+  screen, goal <= 50 ms.
 * palette command -> first token shown: the prompt submitted in "AgentLS: Chat…" until the
   chat panel's webview has drawn the first streamed text, against the server's own
   first-token time (``agentls/chat`` sent until the first ``text`` chatEvent arrived) measured
@@ -37,6 +43,12 @@ HISTORY = ("VS Code: a 1,000-turn session opened from History, until the panel h
            "(agentls/turns, one page of 200 turns, + the extension + the webview with layout)")
 STREAMING = ("VS Code: panel time per streamed chunk, chunk 1,000 of a 2,000-line answer in a "
              "200-turn conversation (extension + webview, layout included) vs chunk 10")
+REVIEW_DRAWN_GOAL_MS = 150.0
+REVIEW_KEEP_GOAL_MS = 50.0
+REVIEW_DRAWN = ("VS Code: an agent edit of 20 files, 200 hunks, reviewed in the editor: applyEdit "
+                "arriving -> the first file's review drawn")
+REVIEW_KEEP = ("VS Code: review in the editor, one hunk kept from its CodeLens: the click -> its "
+               "removed lines gone from the screen")
 OVERHEAD_GOAL_MS = 300.0
 ACTIVATION = "VS Code: extension activation -> server initialize answered"
 FIRST_TOKEN = ("VS Code: palette command -> first streamed token shown in the panel "
@@ -75,10 +87,36 @@ def figures_from(data: dict[str, Any]) -> list[Figure]:
             out.append(Figure(HISTORY + f" [{split}]" + when, total, "ms",
                               goal=f"<= {HISTORY_GOAL_MS:.0f} ms",
                               met=total <= HISTORY_GOAL_MS))
+    review = data.get("review")
+    if isinstance(review, dict):
+        out += _review_figures(review, when)
     if out and not any(f.name.startswith(STREAMING) for f in out):
         out.append(Figure(STREAMING + " (not measured: the e2e run recorded no 1,000th chunk)",
                           0.0, "not measured", goal=f"<= {FLAT_GOAL}x baseline"))
     return out or not_measured("the e2e run wrote no timings")
+
+
+def _review_figures(review: dict[str, Any], when: str) -> list[Figure]:
+    out: list[Figure] = []
+    drawn = review.get("drawnMs")
+    if isinstance(drawn, int | float):
+        parts = [(label, review.get(key)) for label, key in (
+            ("the extension's part", "openMs"), ("text", "textMs"), ("line colours", "coloursMs"),
+            ("gutter marks", "marksMs"), ("CodeLens", "lensesMs"))]
+        inside = "".join(f"; {label} {float(v):.0f} ms" for label, v in parts
+                         if isinstance(v, int | float))
+        out.append(Figure(REVIEW_DRAWN + f" [{review.get('files')} files, {review.get('hunks')} "
+                          f"hunks{inside}]" + when, float(drawn), "ms",
+                          goal=f"<= {REVIEW_DRAWN_GOAL_MS:.0f} ms",
+                          met=drawn <= REVIEW_DRAWN_GOAL_MS))
+    keep, inside_keep = review.get("keepMs"), review.get("keepExtensionMs")
+    if isinstance(keep, int | float):
+        part = (f" [the extension's part {float(inside_keep):.0f} ms]"
+                if isinstance(inside_keep, int | float) else "")
+        out.append(Figure(REVIEW_KEEP + part + when, float(keep), "ms",
+                          goal=f"<= {REVIEW_KEEP_GOAL_MS:.0f} ms",
+                          met=keep <= REVIEW_KEEP_GOAL_MS))
+    return out
 
 
 def not_measured(why: str) -> list[Figure]:

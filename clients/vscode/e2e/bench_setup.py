@@ -8,6 +8,9 @@
 * The scripted model's script: e2e/script.yaml plus one step answering
   ``LONG_PROMPT`` with a LINES-line Markdown answer (paragraphs and code blocks), streamed in
   small pieces, so the panel's time per chunk can be compared early and late in the answer.
+* REVIEW_FILES files of REVIEW_LINES lines under ``review_bench/`` and the steps answering
+  ``REVIEW_PROMPT`` with an edit of REVIEW_HUNKS lines in each (one hunk each): the edit the
+  review in the editor draws and decides for the bench (20 files, 200 hunks).
 
 Usage: python bench_setup.py WORKSPACE SCRIPT_IN SCRIPT_OUT
 """
@@ -29,6 +32,33 @@ BENCH_TITLE = "Bench: a 1,000-turn conversation"
 LONG_PROMPT = "Stream the long answer"
 CHUNK = 32  # characters per streamed piece: ~1,230 pieces for the 2,000 lines
 DELAY_S = 0.004
+REVIEW_PROMPT = "Review twenty files"
+REVIEW_FILES = 20
+REVIEW_LINES = 100
+REVIEW_HUNKS = 10  # per file: lines 5, 15, ..., 95
+
+
+def review_files(workspace: Path) -> None:
+    folder = workspace / "review_bench"
+    folder.mkdir(exist_ok=True)
+    for f in range(1, REVIEW_FILES + 1):
+        lines = [f"value_{f}_{k} = {k}\n" for k in range(REVIEW_LINES)]
+        (folder / f"f{f:02}.py").write_text("".join(lines), encoding="utf-8")
+
+
+def review_steps() -> list[dict[str, object]]:
+    calls = [{"name": "edit_file", "arguments": {
+        "path": f"review_bench/f{f:02}.py",
+        "edits": [{"search": f"value_{f}_{k} = {k}\n", "replace": f"value_{f}_{k} = {k} * 2\n"}
+                  for k in range(5, REVIEW_LINES, REVIEW_LINES // REVIEW_HUNKS)]}}
+        for f in range(1, REVIEW_FILES + 1)]
+    return [
+        {"name": "review-bench", "match": {"user": REVIEW_PROMPT, "tool_results": False},
+         "times": "*", "reply": {"text": "Doubling ten values in each of twenty files.",
+                                 "tool_calls": calls}},
+        {"name": "review-bench-done", "match": {"user": REVIEW_PROMPT, "tool": "edit_file"},
+         "times": "*", "reply": {"text": "Twenty files changed."}},
+    ]
 
 
 def long_answer(lines: int = LINES) -> str:
@@ -60,6 +90,7 @@ def seed(workspace: Path) -> None:
 
 def script(source: Path, target: Path) -> None:
     data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data["steps"][:0] = review_steps()
     data["steps"].append({
         "name": "long-answer", "match": {"user": LONG_PROMPT}, "times": "*",
         "reply": {"chunk_size": CHUNK, "delay_s": DELAY_S, "text": long_answer()},
@@ -70,4 +101,5 @@ def script(source: Path, target: Path) -> None:
 if __name__ == "__main__":
     workspace, script_in, script_out = (Path(a) for a in sys.argv[1:4])
     seed(workspace)
+    review_files(workspace)
     script(script_in, script_out)

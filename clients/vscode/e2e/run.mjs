@@ -21,6 +21,8 @@ const ARTIFACTS = path.join(ROOT, "tests/artifacts/vscode");
 const BENCH_OUT = path.join(ROOT, "bench/results/vscode_e2e.json");
 const API_KEY = "sk-e2e-scripted-key";
 const SAMPLE = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n";
+const SHAPES = "def area(w, h):\n    return w + h\n\n\ndef perimeter(w, h):\n    return w + w + h\n";
+const NOTES = "# Notes\n\nTODO: area\n\nTODO: perimeter\n";
 const T = { short: 15_000, long: 60_000 };
 
 const t0 = Date.now();
@@ -261,6 +263,9 @@ function makeWorkspace() {
   fs.writeFileSync(path.join(ws, "README.md"), "# calc\n");
   fs.writeFileSync(path.join(ws, "stats.py"), "def mean(values):\n");
   fs.writeFileSync(path.join(ws, "scale.py"), SCALE);
+  fs.writeFileSync(path.join(ws, "shapes.py"), SHAPES);
+  fs.writeFileSync(path.join(ws, "notes.md"), NOTES);
+  fs.writeFileSync(path.join(ws, "old_notes.txt"), "old notes\n");
   // Sandboxed commands run without asking by default (DESIGN.md decision 11); this team's
   // project file asks anyway, so the approval modal is exercised and shows the sandbox note.
   fs.mkdirSync(path.join(ws, ".agentls"));
@@ -308,6 +313,8 @@ const USER_SETTINGS = (baseUrl) => ({
   "agentls.cache.enabled": false,
   "agentls.completion.model": "scripted-model",
   "agentls.nextEdit.model": "scripted-model",
+  "agentls.review": "picker", // the steps that review in the editor set it themselves
+  "files.autoSave": "off",
   "workbench.startupEditor": "none",
   "workbench.tips.enabled": false,
   "workbench.welcomePage.walkthroughs.openOnInstall": false,
@@ -363,6 +370,7 @@ async function startCodeServer(userData, ws, env) {
 /**
  * The steps, in order; each is `async (s) => ...` with `s` what they share: `ws` (the
  * workspace folder), `url` (code-server's), `timings` (the extension's timings file),
+ * `userData` (the profile, whose User/settings.json a step may change and put back),
  * `explainTurn` (the chat turn whose code block later steps use, set by its step). A step
  * finds the panel's turns from how many there are when it starts, so a step added between
  * two others does not move their turns.
@@ -377,6 +385,9 @@ const STEPS = [
   ["review: keep it all in one action", reviewKeepAll],
   ["review: keep one of two changes", reviewKeepOne],
   ["refactor preview: discard", refactorPreviewDiscard],
+  ["review in the editor: keep a hunk, undo a hunk, keep a file from the title bar", reviewInTheEditor],
+  ["review in the editor: 20 files, 200 hunks drawn, one kept (bench)", reviewInTheEditorBench],
+  ["review in the editor: a created file kept, a deleted file undone, each whole", reviewWholeFiles],
   ["code action from the lightbulb", codeActionFromTheLightbulb],
   ["Explain answers in the chat", explainInTheChat],
   ["a code block's Apply goes through the review", applyCodeBlock],
@@ -417,20 +428,29 @@ async function main() {
     const context = await browser.newContext({ viewport: { width: 1400, height: 860 } });
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: url });
     page = await context.newPage();
-    const s = { ws, url, timings, explainTurn: undefined };
-    for (const [name, run] of STEPS) {
+    const s = { ws, url, timings, userData, explainTurn: undefined };
+    // AGENTLS_E2E_STEPS (a regular expression): only the steps it names after the first
+    // three (the workspace, the panel, the key), while working on a step; no figures then.
+    const only = process.env.AGENTLS_E2E_STEPS ? new RegExp(process.env.AGENTLS_E2E_STEPS) : undefined;
+    for (const [k, [name, run]] of STEPS.entries()) {
+      if (only && k >= 3 && !only.test(name)) continue;
       step = name;
       await run(s);
     }
     await context.close();
   } catch (error) {
-    if (page) await shot("failure").catch(() => undefined);
+    if (page) {
+      await shot("failure").catch(() => undefined);
+      // What the editor area held (tabs, CodeLens, title bar), to write a locator against.
+      const html = await page.locator(".part.editor").first().innerHTML({ timeout: 2_000 }).catch((e) => String(e));
+      fs.writeFileSync(path.join(ARTIFACTS, "failure-editor.html"), html);
+    }
     throw error;
   } finally {
     await browser.close();
     copyOutputLog(userData);
   }
-  writeFigures(timings);
+  if (!process.env.AGENTLS_E2E_STEPS) writeFigures(timings);
 }
 
 // --- the steps ---------------------------------------------------------------------------
@@ -826,6 +846,311 @@ async function restoredAtTheEnd() {
       `${end.scrollHeight} px of log); the long answer's last line on screen`);
 }
 
+// --- the review in the editor (src/editorReview.ts) --------------------------------------
+/* global window, document, navigator, getComputedStyle, MutationObserver -- page.evaluate runs these in the page */
+
+/** agentls.review set as a person does, in the user settings (JSON) saved from the editor
+ * (VS Code did not pick up a change of the file made behind its back within 10 s). */
+async function setReviewMode({ userData }, mode) {
+  const file = path.join(userData, "User/settings.json");
+  const settings = JSON.parse(fs.readFileSync(file, "utf8"));
+  settings["agentls.review"] = mode;
+  await palette("Preferences: Open User Settings (JSON)");
+  // It opens over the workbench (a modal editor), not in the editor area.
+  const line = page.locator(".monaco-editor .view-line", { hasText: '"agentls.review"' }).first();
+  await line.waitFor({ state: "visible", timeout: T.short });
+  await page.evaluate((text) => navigator.clipboard.writeText(text), JSON.stringify(settings, null, 2));
+  await line.click();
+  await page.keyboard.press("Control+A");
+  await page.keyboard.press("Control+V");
+  await page.keyboard.press("Control+S");
+  await until(`agentls.review saved as ${mode}`, () =>
+    JSON.parse(fs.readFileSync(file, "utf8"))["agentls.review"] === mode, T.short);
+  await page.keyboard.press("Escape"); // closes the settings' modal editor
+  // Now and then the editor reads as changed again after the save: saved again if asked.
+  const dialog = page.locator(".monaco-dialog-box");
+  if (await dialog.waitFor({ state: "visible", timeout: 3_000 }).then(() => true, () => false)) {
+    await dialog.locator(".monaco-button", { hasText: /^Save$/ }).click();
+  }
+  await line.waitFor({ state: "hidden", timeout: T.short });
+  if (JSON.parse(fs.readFileSync(file, "utf8"))["agentls.review"] !== mode) fail(`agentls.review is not ${mode}`);
+}
+
+const activeEditor = () => page.locator(".part.editor .editor-instance .monaco-editor").first();
+const activeText = async () => (await activeEditor().locator(".view-lines").innerText()).replace(/\u00a0/g, " ");
+const keepLenses = () => page.locator(".part.editor .codelens-decoration a", { hasText: /^Keep \(/ });
+const activeTabName = () => page.locator(".part.editor .tab.active").first().getAttribute("data-resource-name");
+const readWs = (ws, name) => fs.readFileSync(path.join(ws, name), "utf8");
+
+/** A button of the editor's title bar, by the start of its label ("Next Change", ...). */
+function editorTitleAction(label) {
+  return page.locator(`.part.editor .editor-actions .action-label[aria-label^="${label}"]`).first();
+}
+
+async function openFile(name) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("F1");
+  await answerInputBoxLoose(name); // without the ">" the quick input opens files
+  await until(`${name} in the active tab`, async () => (await activeTabName()) === name, T.short);
+}
+
+/** Every file saved (File: Save All), then every editor closed: the next step starts afresh. */
+async function closeAllSaved() {
+  await palette("File: Save All");
+  await until("every file saved", async () => (await page.locator(".part.editor .tab.dirty").count()) === 0, T.short);
+  await palette("View: Close All Editors");
+  await until("every editor closed", async () => (await page.locator(".part.editor .tab").count()) === 0, T.short);
+}
+
+/** In the page: how many gutter marks of the review (its SVG icons, by file name) are drawn. */
+async function installMarkCounter() {
+  await page.evaluate(() => {
+    window.__agentlsMarks = (name) => {
+      let n = 0;
+      for (const el of document.querySelectorAll(".part.editor .monaco-editor .margin-view-overlays div, " +
+                                                 ".part.editor .monaco-editor .glyph-margin-widgets div")) {
+        if (getComputedStyle(el).backgroundImage.includes(name)) n++;
+      }
+      return n;
+    };
+  });
+}
+
+const marks = () => page.evaluate(() => ({ added: window.__agentlsMarks("review-added"),
+                                           removed: window.__agentlsMarks("review-removed") }));
+
+/** The review in light and dark, the window at two widths. */
+async function reviewScreenshots(name) {
+  for (const theme of ["Light Modern", "Dark Modern"]) {
+    await setTheme(theme);
+    for (const width of [1400, 1000]) {
+      await page.setViewportSize({ width, height: 860 });
+      await until("the review's lenses drawn at this width", async () => (await keepLenses().count()) > 0, T.short);
+      await new Promise((r) => setTimeout(r, 300)); // the layout after the resize settles
+      await shot(`${name}-${width}-${theme.includes("Light") ? "light" : "dark"}`);
+    }
+  }
+  await page.setViewportSize({ width: 1400, height: 860 });
+}
+
+/**
+ * An edit of two files reviewed in the editor: shapes.py's two changes drawn in place (added
+ * and removed lines, Keep | Undo over each, the title bar's buttons, the status bar); the
+ * review survives switching tabs and closing the file's editor without saving; the first
+ * change kept from its CodeLens, the second undone with its key; notes.md kept whole from the
+ * title bar. Nothing saved by the review; undo takes back notes.md's kept changes one at a
+ * time; after Save All the disk holds what was kept; the panel's outcome line and the
+ * model's next request say what was kept.
+ */
+async function reviewInTheEditor(s) {
+  const { ws } = s;
+  await setReviewMode(s, "editor");
+  await installMarkCounter();
+  const n = await turnCount();
+  await chatFromPalette("Please fix shapes and notes");
+  await until("shapes.py shown with its two changes to review", async () =>
+    (await activeTabName()) === "shapes.py" && (await keepLenses().count()) === 2);
+  const shown = await activeText();
+  for (const line of ["return w + h", "return w * h", "return w + w + h", "return 2 * (w + h)"]) {
+    if (!shown.includes(line)) fail(`shapes.py in review does not show '${line}':\n${shown}`);
+  }
+  await until("the added and removed lines marked in the gutter", async () => {
+    const m = await marks();
+    return m.added === 2 && m.removed === 2;
+  }, T.short);
+  await until("the status bar to say what is left", async () =>
+    (await page.locator(".statusbar-item", { hasText: "4 changes left in 2 files · file 1 of 2" }).count()) === 1, T.short);
+  for (const label of ["Previous Change", "Next Change", "Keep All Changes in This File",
+                       "Undo All Changes in This File", "The Review's Files"]) {
+    await editorTitleAction(label).waitFor({ state: "visible", timeout: T.short });
+  }
+  await reviewScreenshots("review-editor");
+  log("review in the editor: shapes.py drawn with Keep | Undo over its two changes, the title bar's buttons, the status bar");
+
+  await openFile("notes.md");
+  await until("notes.md with its two changes", async () => (await keepLenses().count()) === 2, T.short);
+  await openFile("shapes.py");
+  await until("shapes.py again with its two changes", async () => (await keepLenses().count()) === 2 &&
+    (await marks()).removed === 2, T.short);
+  log("the review survived switching tabs");
+
+  await keepLenses().first().click();
+  await until("area()'s change kept, perimeter()'s still to decide", async () =>
+    (await keepLenses().count()) === 1 && !(await activeText()).includes("return w + h"), T.short);
+  await palette("View: Close Editor");
+  // VS Code asks about unsaved changes only when nothing else holds the document (here the
+  // extension does): answered "Don't Save" if asked, the review's text goes back in.
+  const dialog = page.locator(".monaco-dialog-box");
+  const asked = await dialog.waitFor({ state: "visible", timeout: 3_000 }).then(() => true, () => false);
+  if (asked) await dialog.locator(".monaco-button", { hasText: /^Don't Save$/ }).click();
+  await until("shapes.py's editor closed", async () => (await page.locator(".part.editor .tab", { hasText: "shapes" }).count()) === 0, T.short);
+  await openFile("shapes.py");
+  await until("shapes.py opened again as it was left: one change kept, one to decide", async () => {
+    const text = await activeText();
+    return (await keepLenses().count()) === 1 && text.includes("return w * h") && !text.includes("return w + h") &&
+      text.includes("return w + w + h") && text.includes("return 2 * (w + h)");
+  }, T.short);
+  log(`closed${asked ? " without saving" : ""} and opened again: the review as it was left`);
+
+  await activeEditor().locator(".view-line").first().click();
+  await page.keyboard.press("Control+Home");
+  await page.keyboard.press("Control+Alt+N"); // undoes the change at the cursor, or the next one
+  await until("shapes.py decided: area() kept, perimeter() undone", async () => {
+    const text = await activeText();
+    return (await keepLenses().count()) === 0 && text.includes("return w * h") &&
+      text.includes("return w + w + h") && !text.includes("2 * (w + h)");
+  }, T.short);
+  await editorTitleAction("Next Change").click(); // on to the next file with changes left
+  await until("notes.md shown with its two changes", async () =>
+    (await activeTabName()) === "notes.md" && (await keepLenses().count()) === 2, T.short);
+  await editorTitleAction("Keep All Changes in This File").click();
+  await waitTurn(n, "the panel's outcome line", (t) => t.includes("Edit partly applied") &&
+    t.includes("kept 1 of 2 changes in shapes.py") && t.includes("kept notes.md"));
+  for (const [name, before] of [["shapes.py", SHAPES], ["notes.md", NOTES]]) {
+    if (readWs(ws, name) !== before) fail(`the review saved ${name}:\n${readWs(ws, name)}`);
+  }
+  if (await page.locator(".statusbar-item", { hasText: "changes left" }).count()) fail("the status bar still shows the review");
+  await shot("review-editor-done");
+  log("review done: 1 of 2 changes kept in shapes.py, notes.md kept whole; nothing saved; the panel says so");
+
+  const keptNotes = "# Notes\n\nArea is width times height.\n\nPerimeter is twice width plus height.\n";
+  await activeEditor().locator(".view-line").first().click();
+  await page.keyboard.press("Control+Z");
+  await until("undo to take back notes.md's second kept change only", async () => {
+    const text = await activeText();
+    return text.includes("Area is width times height.") && text.includes("TODO: perimeter");
+  }, T.short);
+  await page.keyboard.press("Control+Z");
+  await until("undo to take back its first", async () => {
+    const text = await activeText();
+    return text.includes("TODO: area") && text.includes("TODO: perimeter");
+  }, T.short);
+  await page.keyboard.press("Control+Shift+Z");
+  await page.keyboard.press("Control+Shift+Z");
+  await until("redo to bring both back", async () => {
+    const text = await activeText();
+    return text.includes("Area is width times height.") && text.includes("Perimeter is twice");
+  }, T.short);
+  log("undo after the review took back notes.md's kept changes one at a time; redo brought them back");
+
+  await palette("File: Save All");
+  await until("the saved files to hold what was kept", () =>
+    readWs(ws, "shapes.py") === SHAPES.replace("return w + h", "return w * h") && readWs(ws, "notes.md") === keptNotes, T.short);
+  await chatFromPalette("What did I keep in the review?");
+  // The scripted model answers this only when its request says which hunk was kept (e2e/script.yaml).
+  await waitTurn(n + 1, "the model told what was kept",
+                 (t) => t.includes("You kept the area fix and the notes; the perimeter change was undone."));
+  await closeAllSaved();
+  await setReviewMode(s, "picker");
+  log("after Save All the disk holds what was kept; the model's next request said which change");
+}
+
+/**
+ * The bench's review: an edit of 20 files with 10 hunks each. From the applyEdit's arrival in
+ * the extension until the first file's review is drawn (its added lines' gutter marks in the
+ * page), and one hunk kept from its CodeLens (the click until its removed lines are gone
+ * from the screen); then everything left undone from the palette.
+ */
+async function reviewInTheEditorBench(s) {
+  await setReviewMode(s, "editor");
+  await installMarkCounter();
+  // When the page first shows the review's text, its added lines' background, its gutter
+  // marks and its CodeLens (the review is drawn when all four are on screen).
+  await page.evaluate(() => {
+    const seen = window.__agentlsSeen = {};
+    const editor = document.querySelector(".part.editor");
+    const checks = {
+      text: () => [...editor.querySelectorAll(".view-lines .view-line")].some((l) => l.textContent.replace(/\u00a0/g, " ").includes(" * 2")),
+      marks: () => window.__agentlsMarks("review-added") > 0,
+      colours: () => [...editor.querySelectorAll(".view-overlays .cdr")].some((d) =>
+        !d.classList.contains("current-line") && getComputedStyle(d).backgroundColor !== "rgba(0, 0, 0, 0)"),
+      lenses: () => [...editor.querySelectorAll(".codelens-decoration a")].some((a) => a.textContent.startsWith("Keep")),
+    };
+    const observer = new MutationObserver(() => {
+      for (const [name, check] of Object.entries(checks)) if (!seen[name] && check()) seen[name] = Date.now();
+      if (Object.keys(seen).length === Object.keys(checks).length) observer.disconnect();
+    });
+    observer.observe(editor, { subtree: true, childList: true, attributes: true, characterData: true });
+  });
+  const n = await turnCount();
+  await chatFromPalette("Review twenty files");
+  await until("f01.py shown with its changes to review", async () =>
+    (await activeTabName()) === "f01.py" && (await keepLenses().count()) > 0);
+  await until("the status bar to count 200 changes in 20 files", async () =>
+    (await page.locator(".statusbar-item", { hasText: "200 changes left in 20 files" }).count()) === 1, T.short);
+  const seen = await page.evaluate(() => window.__agentlsSeen);
+  const drawnAt = seen.text && seen.marks && seen.colours ? Math.max(seen.text, seen.marks, seen.colours) : null;
+  const rows = () => fs.readFileSync(s.timings, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const opened = rows().filter((r) => r.figure === "review_open" && r.hunks === 200).pop();
+  if (!opened || !drawnAt) fail(`no timing of the review's opening (${JSON.stringify(opened)}, ${drawnAt})`);
+  await shot("review-bench");
+
+  await page.evaluate(() => {
+    window.__agentlsKept = new Promise((resolve) => {
+      let clicked = null;
+      const before = window.__agentlsMarks("review-removed");
+      window.addEventListener("mousedown", () => { clicked = performance.now(); }, { capture: true, once: true });
+      const observer = new MutationObserver(() => {
+        if (clicked !== null && window.__agentlsMarks("review-removed") < before) {
+          observer.disconnect();
+          resolve(performance.now() - clicked);
+        }
+      });
+      observer.observe(document.querySelector(".part.editor"), { subtree: true, childList: true, attributes: true });
+    });
+  });
+  await keepLenses().first().click();
+  const keepMs = await page.evaluate(() => window.__agentlsKept);
+  await until("the status bar to count 199 changes", async () =>
+    (await page.locator(".statusbar-item", { hasText: "199 changes left in 20 files" }).count()) === 1, T.short);
+  const decided = rows().filter((r) => r.figure === "review_decide").pop();
+  const after = (t) => (t ? t - opened.arrivedAt : null);
+  fs.appendFileSync(s.timings, JSON.stringify({ figure: "review_e2e", files: opened.files, hunks: opened.hunks,
+    drawnMs: drawnAt - opened.arrivedAt, openMs: opened.openMs, textMs: after(seen.text), coloursMs: after(seen.colours), marksMs: after(seen.marks),
+    lensesMs: after(seen.lenses), keepMs, keepExtensionMs: decided?.ms ?? null }) + "\n");
+
+  await palette("AgentLS Review: Undo Everything Left (All Files)");
+  await waitTurn(n, "the panel's outcome line", (t) => t.includes("Edit partly applied") &&
+    t.includes("kept 1 of 10 changes in review_bench/f01.py"), T.long);
+  await closeAllSaved();
+  await setReviewMode(s, "picker");
+  const ms = (x) => (typeof x === "number" ? x.toFixed(0) : "?");
+  log(`20 files, 200 hunks: drawn ${drawnAt - opened.arrivedAt} ms after the applyEdit arrived (extension ` +
+      `${ms(opened.openMs)} ms: the first document ${ms(opened.loadMs)}, edited and shown ${ms(opened.shownMs)}; text ${ms(after(seen.text))}, line colours ${ms(after(seen.colours))}, gutter marks ${ms(after(seen.marks))}, CodeLens ` +
+      `${ms(after(seen.lenses))}); one hunk kept in ${ms(keepMs)} ms (extension ${ms(decided?.ms)}, ` +
+      `${ms(decided?.queuedMs)} of it queued)`);
+}
+
+/** A created file shown before it exists and a deleted file, each decided whole from its
+ * CodeLens: the created one kept (on disk once saved), the deletion undone (the file stays). */
+async function reviewWholeFiles(s) {
+  const { ws } = s;
+  await setReviewMode(s, "editor");
+  const n = await turnCount();
+  await chatFromPalette("Please add and remove files");
+  const wholeLens = (what) => page.locator(".part.editor .codelens-decoration a", { hasText: `${what}: Keep (` });
+  await until("extra.py's proposed text with 'Create this file: Keep | Undo'", async () =>
+    (await activeTabName()) === "extra.py" && (await wholeLens("Create this file").count()) === 1 &&
+    (await activeText()).includes("print('extra')"));
+  if (fs.existsSync(path.join(ws, "extra.py"))) fail("extra.py exists before it was kept");
+  await shot("review-editor-created");
+  await wholeLens("Create this file").click();
+  await until("extra.py created", () => fs.existsSync(path.join(ws, "extra.py")), T.short);
+  await editorTitleAction("Next Change").click();
+  await until("old_notes.txt with 'Delete this file: Keep | Undo'", async () =>
+    (await activeTabName()) === "old_notes.txt" && (await wholeLens("Delete this file").count()) === 1, T.short);
+  await shot("review-editor-deleted");
+  await page.locator(".part.editor .codelens-decoration a", { hasText: /^Undo \(/ }).first().click();
+  await waitTurn(n, "the panel's outcome line", (t) => t.includes("Edit partly applied") &&
+    t.includes("kept created extra.py") && t.includes("rejected deleted old_notes.txt"));
+  if (!fs.existsSync(path.join(ws, "old_notes.txt"))) fail("old_notes.txt was deleted although its deletion was undone");
+  await palette("File: Save All");
+  await until("extra.py saved with its text", () => readWs(ws, "extra.py") === "print('extra')\n", T.short);
+  await closeAllSaved();
+  await setReviewMode(s, "picker");
+  log("a created file kept and a deletion undone, each whole; the panel says so; the disk holds what was kept");
+}
+
 /** A reopened session's page shows its latest turns under "Earlier turns (N more)";
  * clicking it puts the 200 before them above, and the turn the person was looking at stays
  * where it was on screen, also once the turns around it have been laid out. `first`: the
@@ -1101,6 +1426,9 @@ function writeFigures(timingsFile) {
     // Opening the 1,000-turn session from History: agentls/turns (one page of 200), the
     // model and view built, and the webview's drawing with its layout.
     historyOpen: rows.find((r) => r.figure === "history_open" && r.total >= 1000) ?? null,
+    // The review in the editor of 20 files, 200 hunks: the applyEdit's arrival until drawn,
+    // one hunk kept (reviewInTheEditorBench).
+    review: rows.find((r) => r.figure === "review_e2e") ?? null,
   };
   fs.mkdirSync(path.dirname(BENCH_OUT), { recursive: true });
   fs.writeFileSync(BENCH_OUT, JSON.stringify(result, null, 2) + "\n");
@@ -1126,5 +1454,5 @@ try {
     setTimeout(() => { child.kill("SIGKILL"); resolve(); }, 5_000).unref();
   })));
   // The temporary profile holds the stored (scripted) key: nothing of it is kept.
-  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
 }

@@ -15,6 +15,7 @@ import { MAX_RESTARTS, onServerStop, startMayBeRetried } from "./pure/restarts";
 import { CompletionStatusItem } from "./completion";
 import { NextEdits } from "./nextEdit";
 import { createClient, serverCommand, serverConfig, showMcpServers } from "./server";
+import { EditorReview } from "./editorReview";
 import { reviewEdit } from "./review";
 import { StatusItem } from "./status";
 
@@ -34,10 +35,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const chat: Chat = new Chat(context.workspaceState, panel, status, () => client);
   const completion = new CompletionStatusItem();
   const nextEdits = new NextEdits(() => client);
+  const inEditor = new EditorReview(context.extensionUri, status);
   const conversation = new Conversation(() => client, panel, status);
   chat.options = { params: (id) => conversation.chatParams(id),
                    sessionChanged: (id) => void conversation.refresh(id) };
-  context.subscriptions.push(output, status, completion, nextEdits,
+  context.subscriptions.push(output, status, completion, nextEdits, inEditor,
     vscode.window.registerWebviewViewProvider(ChatPanel.viewId, panel,
                                               { webviewOptions: { retainContextWhenHidden: true } }));
 
@@ -80,7 +82,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       await new Promise((resolve) => setTimeout(resolve, decision.delayMs));
     }
     client = next;
-    installHandlers(next, status);
+    installHandlers(next, status, inEditor);
     recordTiming({ figure: "initialize", activationToInitializeMs: performance.now() - activated,
                    startToInitializeMs: performance.now() - began });
     status.set("idle");
@@ -251,11 +253,12 @@ async function notStarted(command: string, reason: string, output: vscode.Output
   }
 }
 
-function installHandlers(lc: LanguageClient, status: StatusItem): void {
-  // Agent edits: the review picker (Enter keeps all; untick to leave a file out; the refactor
-  // preview one click away); what the person kept goes back to the run (src/review.ts).
-  lc.onRequest(ApplyWorkspaceEditRequest.type,
-    (params: ApplyWorkspaceEditParams): Promise<ApplyWorkspaceEditResult> => reviewEdit(lc, status, params));
+function installHandlers(lc: LanguageClient, status: StatusItem, inEditor: EditorReview): void {
+  // Agent edits: reviewed in the editor hunk by hunk (src/editorReview.ts) or in the picker
+  // (Enter keeps all; untick to leave a file out; the refactor preview one click away); what
+  // the person kept goes back to the run (src/review.ts).
+  lc.onRequest(ApplyWorkspaceEditRequest.type, (params: ApplyWorkspaceEditParams): Promise<ApplyWorkspaceEditResult> =>
+    reviewEdit(lc, status, inEditor, params));
   // Approvals and the agent's questions: a modal with the full text (src/prompts.ts).
   lc.onRequest(ShowMessageRequest.type, showMessageRequest);
 }

@@ -1,4 +1,5 @@
-// The review of an agent edit: a picker listing every file it changes, all ticked, so
+// The review of an agent edit. agentls.review chooses what opens first: the review in the
+// editor, hunk by hunk (src/editorReview.ts), or the picker, the quick path: a picker listing every file it changes, all ticked, so
 // keeping everything is one action (Enter, or the ✓ title button), and any file can be
 // unticked first; Enter keeps the ticked files wherever the focus is. "Review in
 // the refactor preview" (the title button) opens VS Code's refactor preview of the whole edit
@@ -9,15 +10,19 @@ import type { ApplyWorkspaceEditParams, ApplyWorkspaceEditResult, LanguageClient
 import {
   describe, keptEdit, leftOutReason, reviewFiles, Ticked, type ReviewFile, type WorkspaceEdit,
 } from "./pure/review";
+import type { EditorReview } from "./editorReview";
 import type { StatusItem } from "./status";
 
-type Choice = { kind: "keep"; uris: Set<string> } | { kind: "preview" } | { kind: "discard" };
+type Choice = { kind: "keep"; uris: Set<string> } | { kind: "preview" } | { kind: "editor" } | { kind: "discard" };
 
 const KEEP_BUTTON: vscode.QuickInputButton = {
   iconPath: new vscode.ThemeIcon("check"), tooltip: "Keep the ticked files (Enter)",
 };
 const PREVIEW_BUTTON: vscode.QuickInputButton = {
   iconPath: new vscode.ThemeIcon("checklist"), tooltip: "Review change by change in the refactor preview",
+};
+const EDITOR_BUTTON: vscode.QuickInputButton = {
+  iconPath: new vscode.ThemeIcon("diff-multiple"), tooltip: "Review hunk by hunk in the editor",
 };
 const DIFF_BUTTON: vscode.QuickInputButton = {
   iconPath: new vscode.ThemeIcon("diff"), tooltip: "Open this file's change (refactor preview)",
@@ -34,7 +39,7 @@ function pick(files: ReviewFile[], label: string, folder: string | undefined): P
     qp.ignoreFocusOut = true;
     qp.matchOnDetail = true;
     qp.keepScrollPosition = true;
-    qp.buttons = [KEEP_BUTTON, PREVIEW_BUTTON];
+    qp.buttons = [KEEP_BUTTON, EDITOR_BUTTON, PREVIEW_BUTTON];
     const ticked = new Ticked(files.map((f) => f.uri));
     const draw = (active?: string) => {
       qp.items = files.map((f) => ({ ...describe(f, folder), uri: f.uri, buttons: [DIFF_BUTTON] }));
@@ -56,7 +61,8 @@ function pick(files: ReviewFile[], label: string, folder: string | undefined): P
       if (ticked.update(selected.map((i) => i.uri))) draw(qp.activeItems[0]?.uri);
     });
     qp.onDidAccept(keep);
-    qp.onDidTriggerButton((button) => (button === KEEP_BUTTON ? keep() : finish({ kind: "preview" })));
+    qp.onDidTriggerButton((button) => (button === KEEP_BUTTON ? keep()
+      : finish({ kind: button === EDITOR_BUTTON ? "editor" : "preview" })));
     qp.onDidTriggerItemButton(() => finish({ kind: "preview" }));
     qp.onDidHide(() => finish({ kind: "discard" }));
     qp.show();
@@ -72,18 +78,19 @@ async function save(edit: vscode.WorkspaceEdit): Promise<void> {
 }
 
 /** The workspace/applyEdit handler: the person's review, and the truthful answer. */
-export async function reviewEdit(lc: LanguageClient, status: StatusItem,
+export async function reviewEdit(lc: LanguageClient, status: StatusItem, inEditor: EditorReview,
                                  params: ApplyWorkspaceEditParams): Promise<ApplyWorkspaceEditResult> {
   const lspEdit = params.edit as WorkspaceEdit;
   const files = reviewFiles(lspEdit);
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri.toString();
   const confirm = Object.values(lspEdit.changeAnnotations ?? {}).some((a) => a.needsConfirmation);
-  const mode = vscode.workspace.getConfiguration("agentls").get<string>("review", "picker");
+  const mode = vscode.workspace.getConfiguration("agentls").get<string>("review", "editor");
   status.reviewing(true);
   try {
     const choice: Choice = !confirm || files.length === 0 ? { kind: "keep", uris: new Set(files.map((f) => f.uri)) }
-      : mode === "refactorPreview" ? { kind: "preview" }
+      : mode === "refactorPreview" ? { kind: "preview" } : mode === "editor" ? { kind: "editor" }
         : await pick(files, params.label ?? "AgentLS edit", folder);
+    if (choice.kind === "editor") return await inEditor.run(lc, params);
     if (choice.kind === "discard") return { applied: false, failureReason: "discarded in the review" };
     if (choice.kind === "preview") {
       const edit = await lc.protocol2CodeConverter.asWorkspaceEdit(params.edit);

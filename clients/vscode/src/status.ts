@@ -28,11 +28,20 @@ export class StatusItem implements vscode.Disposable {
       const item = this.item;
       item.backgroundColor = new vscode.ThemeColor("statusBarItem.warningBackground");
       item.text = "$(eye) AgentLS: waiting for your review";
-      item.tooltip = "AgentLS: an edit waits for your review (Enter keeps it all)";
+      item.tooltip = "AgentLS: an edit of the agent waits for your review";
       item.command = undefined;
     } else {
       this.set(...this.last);
     }
+  }
+
+  /** What the editor's review has left to decide ("3 changes left in 2 files"); a click
+   * lists the review's files. */
+  reviewLeft(left: string): void {
+    if (this.review === 0) return;
+    this.item.text = `$(eye) AgentLS review: ${left}`;
+    this.item.tooltip = "AgentLS: the review of the agent's edit. Click to list its files.";
+    this.item.command = "agentls.review.list";
   }
 
   /** Whether an agent edit waits for the person's review now. */

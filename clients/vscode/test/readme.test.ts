@@ -23,10 +23,25 @@ test("README settings table lists exactly the settings in package.json, with the
 
 test("every contributed command has an AgentLS title and a handler in the source", () => {
   const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"));
-  const source = fs.readFileSync(path.join(root, "src/extension.ts"), "utf8");
+  const source = ["src/extension.ts", "src/editorReview.ts"]
+    .map((f) => fs.readFileSync(path.join(root, f), "utf8")).join("\n");
   for (const c of pkg.contributes.commands) {
-    assert.equal(c.category, "AgentLS");
-    assert.ok(source.includes(`register("${c.command}"`), `no handler for ${c.command}`);
+    assert.match(c.category, /^AgentLS( Review)?$/);
+    assert.ok(source.includes(`register("${c.command}"`) || source.includes(`command("${c.command}"`),
+              `no handler for ${c.command}`);
+  }
+});
+
+test("the review's keys act only while a review is open, and the README names them", () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"));
+  const readme = fs.readFileSync(path.join(root, "README.md"), "utf8");
+  const review = pkg.contributes.keybindings.filter((b: { command: string }) => b.command.startsWith("agentls.review."));
+  assert.ok(review.length >= 6);
+  for (const binding of review) {
+    assert.match(binding.when, /^agentls\.review(ing|\.inFile) && editorTextFocus$/, binding.command);
+    const shown = binding.key.split("+").map((k: string) => k[0].toUpperCase() + k.slice(1)).join("+")
+      .replace(/^F5$/, "F5");
+    assert.ok(readme.includes(`\`${shown}\``), `README does not name ${shown}`);
   }
 });
 
@@ -38,7 +53,7 @@ test("AgentLS's keybindings are Ctrl+K / Cmd+K chords (VS Code binds none of the
                          "y", "z", "enter", "shift+enter", "shift+o", "f2", "f12", "up", "down",
                          "left", "right"]);
   type Binding = { command: string; key: string; mac?: string; when?: string };
-  const all: Binding[] = pkg.contributes.keybindings.filter((b: Binding) => b.command.startsWith("agentls."));
+  const all: Binding[] = pkg.contributes.keybindings.filter((b: Binding) => b.command.startsWith("agentls.ui."));
   // Tab and Escape are bound only while a next edit is on screen (the context key), and
   // never while an inline suggestion or the suggest widget is, whose keys they are.
   const whileShown = all.filter((b) => b.when?.startsWith("agentls.nextEditShown"));

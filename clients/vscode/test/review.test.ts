@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { describe, keptEdit, leftOutReason, reviewFiles, Ticked, type WorkspaceEdit } from "../src/pure/review";
+import { describe, keptEdit, leftOutReason, outcome, reviewFiles, Ticked, type WorkspaceEdit } from "../src/pure/review";
 
 const ROOT = "file:///work/project";
 const edit: WorkspaceEdit = {
@@ -59,4 +59,19 @@ test("the picker's ticks change only when the person changes them", () => {
   assert.equal(ticked.update([`${ROOT}/calc.py`]), false, "the picker reporting back what was drawn");
   assert.equal(ticked.update([]), true);
   assert.equal(ticked.kept.size, 0);
+});
+
+test("the editor review's answer says what was kept, file by file", () => {
+  const calc = { uri: `${ROOT}/calc.py`, kind: "changed" as const, hunks: 2, kept: 1 };
+  const readme = { uri: `${ROOT}/README.md`, kind: "changed" as const, hunks: 1, kept: 1 };
+  assert.deepEqual(outcome([calc, readme], ROOT),
+                   { allKept: false, text: "kept 1 of 2 changes in calc.py; kept README.md" });
+  assert.deepEqual(outcome([{ ...calc, kept: 2 }, readme], ROOT),
+                   { allKept: true, text: "kept calc.py (2 changes); kept README.md" });
+  assert.deepEqual(outcome([{ ...calc, kept: 0 }, { uri: `${ROOT}/new.py`, kind: "created", kept: 0 }], ROOT),
+                   { allKept: false, text: "discarded in the review" });
+  assert.deepEqual(outcome([{ uri: `${ROOT}/old.txt`, kind: "deleted", kept: 1 }, { ...calc, kept: 0 }], ROOT),
+                   { allKept: false, text: "kept deleted old.txt; undid calc.py" });
+  assert.equal(outcome([{ ...readme, failed: "VS Code could not apply it", kept: 0 }], ROOT).text,
+               "could not apply README.md: VS Code could not apply it");
 });

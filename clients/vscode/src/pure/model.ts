@@ -169,8 +169,7 @@ export function applyEvent(model: PanelModel, event: ChatEvent): Turn | undefine
       break;
     case "edit": {
       const files = Array.isArray(event.files) ? (event.files as FileChange[]) : [];
-      turn.editOutcome = `Edit proposed: ${describeFiles(files)} — waiting for your review ` +
-        "(Enter keeps it all; untick a file to leave it out).";
+      turn.editOutcome = `Edit proposed: ${describeFiles(files)} — waiting for your review.`;
       turn.status = "waiting for your review…";
       break;
     }

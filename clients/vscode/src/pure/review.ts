@@ -123,3 +123,25 @@ export class Ticked {
     return true;
   }
 }
+
+/** A file's outcome in the editor's review: its hunks and how many were kept (a created,
+ * deleted or renamed file: 1 kept or 0), or why it could not be applied. */
+export interface FileOutcome { uri: string; kind: FileKind; hunks?: number; kept: number; failed?: string }
+
+/** The review's answer: whether everything was kept, and the one line that says what was
+ * ("kept 1 of 2 changes in calc.py; kept README.md"); the server reads the rest from the
+ * documents. */
+export function outcome(files: FileOutcome[], folder?: string): { allKept: boolean; text: string } {
+  const parts = files.map((f) => {
+    const name = shownPath(f.uri, folder);
+    const what = f.kind === "changed" ? name : `${f.kind} ${name}`;
+    if (f.failed) return `could not apply ${what}: ${f.failed}`;
+    if (f.hunks === undefined || f.hunks === 1) return `${f.kept ? "kept" : "undid"} ${what}`;
+    if (f.kept === f.hunks) return `kept ${what} (${f.hunks} changes)`;
+    if (f.kept === 0) return `undid ${what}`;
+    return `kept ${f.kept} of ${f.hunks} changes in ${what}`;
+  });
+  const allKept = files.every((f) => !f.failed && f.kept === (f.hunks ?? 1));
+  if (files.every((f) => !f.failed && f.kept === 0)) return { allKept, text: "discarded in the review" };
+  return { allKept, text: parts.join("; ") };
+}
