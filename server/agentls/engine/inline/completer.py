@@ -26,7 +26,7 @@ from agentls.engine.inline.post import StopRule, clean
 from agentls.llm.backend import BackendError
 from agentls.llm.fim import FimClient, FimMode, FimRequest, SuffixRefused
 from agentls.llm.fim_templates import ContextFile, FimTemplate, TemplateError, template_for
-from agentls.settings.models import CompletionConfig
+from agentls.settings.models import CompletionConfig, Settings
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,24 @@ class InlineCompleter:
         self._lru: OrderedDict[str, str] = OrderedDict()
 
     # --- settings ------------------------------------------------------------------------------
+
+    def use_settings(self, settings: Settings) -> FimClient | None:
+        """Follow ``settings.completion``: the backend it names (else the active one), a FIM
+        client for that server and the model to ask. Returns the client used until now,
+        for the caller to close (its requests may still be finishing)."""
+        from agentls.settings.config import api_key
+
+        old, wanted = self.client, settings.completion
+        if not wanted.active:
+            self.configure(wanted, None, "")
+            return old
+        name = wanted.backend or settings.backend
+        backend = settings.backends[name]
+        model = wanted.model or backend.model
+        self.configure(wanted, FimClient(name, backend.base_url, api_key(backend),
+                                         wanted.timeout_s), model)
+        log.info("inline completion: model %s at %s (%s)", model, backend.base_url, wanted.fim)
+        return old
 
     def configure(self, config: CompletionConfig, client: FimClient | None, model: str) -> None:
         """New settings: the client (None: completion off) and the model it asks."""
