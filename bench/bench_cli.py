@@ -95,7 +95,7 @@ def _start_up_figures(home: Path) -> list[Figure]:
     figures.append(Figure(f"import openai as AgentLS does, its types packages deferred "
                           f"(python -c pass as baseline; {value - floor:.0f} ms over it)",
                           value, "ms", floor))
-    # A person's config file: what `config get|list` validate (config_view checks only the
+    # A person's config file: what `config get|list` validate (settings/view.py checks only the
     # settings a layer gives, with the models' own rules; with no file it reads the defaults).
     user = home / "configured" / "agentls" / "config.toml"
     user.parent.mkdir(parents=True)

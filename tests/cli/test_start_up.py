@@ -58,7 +58,7 @@ def test_config_path_and_reset_import_nothing_heavy(action: list[str], tmp_path:
 def test_config_reads_import_no_settings_models_with_nothing_to_check(
         action: list[str], tmp_path: Path) -> None:
     """With no config file and no AGENTLS_* variable, get and list answer from the defaults
-    table made from the models (config_view): nothing to validate, no pydantic."""
+    table made from the models (settings/view.py): nothing to validate, no pydantic."""
     code = (f"import os; os.environ['XDG_CONFIG_HOME'] = {str(tmp_path)!r}\n"
             "from agentls.cli.main import main; main()")
     assert imported_after(code, "config", *action) == set()

@@ -1,4 +1,4 @@
-"""config_view validates only the settings a layer gives, field by field with the models' own
+"""settings/view.py validates only the settings a layer gives, field by field with the models' own
 rules, and must answer exactly as config.load (the whole model validated) does, or step aside
 (None) so config.load answers."""
 
