@@ -331,7 +331,7 @@ def _fresh_install_quality(tmp: Path, empty_cache: Path) -> list[Figure]:
     from agentls.settings.config import IndexConfig
 
     embedder = StaticEmbedder(empty_cache)
-    reranker = make_reranker(IndexConfig(), embedder)
+    reranker = make_reranker(IndexConfig(rerank="auto"), embedder)
     root = tmp / "fresh-labelled"
     shutil.copytree(WORKSPACES / "semantic_repo", root)
     search = WorkspaceSearch(SemanticIndex(Workspace([root]), embedder), reranker)
@@ -359,17 +359,17 @@ def _fresh_install_quality(tmp: Path, empty_cache: Path) -> list[Figure]:
             quality = evaluate(timed, queries)
             pre = "" if label == "labelled" else "held_out_"
             figures.append(Figure(
-                f"recall_at_5_{pre}fresh_install_default (auto = static vectors built at "
+                f"recall_at_5_{pre}rerank_opt_in (auto = static vectors built at "
                 f"install, first {RERANK_CANDIDATES} re-ranked by all-MiniLM-L6-v2; keywords "
                 f"only before: 0.15; {len(queries)} queries)", quality.recall_at_5, "ratio",
                 baseline=static.recall_at_5, goal=">= 0.9", met=quality.recall_at_5 >= 0.9))
-            figures.append(Figure(f"mrr_{pre}fresh_install_default", quality.mrr, "ratio",
+            figures.append(Figure(f"mrr_{pre}rerank_opt_in", quality.mrr, "ratio",
                                   baseline=static.mrr))
             if label == "labelled":
-                figures.append(Figure("search_first_query_fresh_install_default_s (worker "
+                figures.append(Figure("search_first_query_rerank_opt_in_s (worker "
                                       "start, torch and model load, 20 chunks)", times[0], "s"))
             warm = statistics.median(times[1:])
-            figures.append(Figure(f"search_warm_query_{pre}fresh_install_default_ms (median; "
+            figures.append(Figure(f"search_warm_query_{pre}rerank_opt_in_ms (median; "
                                   "re-ranking included)", ms(warm), "ms", goal="<= 1000 ms",
                                   met=ms(warm) <= 1000))
     finally:
@@ -391,7 +391,7 @@ def _distractor_figures(tmp: Path, empty_cache: Path) -> list[Figure]:
                     root / "vendor" / "agentls",
                     ignore=shutil.ignore_patterns("static_model", "__pycache__"))
     embedder = StaticEmbedder(empty_cache)
-    reranker = make_reranker(IndexConfig(), embedder)
+    reranker = make_reranker(IndexConfig(rerank="auto"), embedder)
     search = WorkspaceSearch(SemanticIndex(Workspace([root]), embedder), reranker)
     figures: list[Figure] = []
     try:
@@ -406,7 +406,7 @@ def _distractor_figures(tmp: Path, empty_cache: Path) -> list[Figure]:
             if reranker is None:
                 continue
             quality = evaluate(lambda q: search.search(q, 10, interactive=True).hits, queries)
-            figures.append(Figure(f"recall_at_5_{label}_with_distractors_fresh_install_default "
+            figures.append(Figure(f"recall_at_5_{label}_with_distractors_rerank_opt_in "
                                   f"({chunks} chunks: the labelled repository inside "
                                   "server/agentls)", quality.recall_at_5, "ratio",
                                   baseline=static.recall_at_5))
@@ -418,7 +418,8 @@ def _distractor_figures(tmp: Path, empty_cache: Path) -> list[Figure]:
 def _fresh_install_figures(corpus: Path, tmp: Path) -> list[Figure]:
     """What a new user gets (issue 30): the default `index.embeddings = auto` with an empty
     user cache, i.e. the static model `make install` built into the package, re-ranked by
-    all-MiniLM-L6-v2 in interactive searches. Its recall@5 on the labelled sets, the first
+    all-MiniLM-L6-v2 in interactive searches when index.rerank = auto (off by default since
+    issue 40). Its recall@5 on the labelled sets, the first
     real `agentls index` of the 10,000-file corpus with it, a real cold `agentls search`, and
     the install size the model adds."""
     from agentls.index.build_static import folder_mb
@@ -459,13 +460,20 @@ def _fresh_install_figures(corpus: Path, tmp: Path) -> list[Figure]:
                            "--no-update", "--json", "scale the matrix by a factor"],
                           env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
-    if done.returncode != 0 or json.loads(done.stdout)["reranked_by"] is None:
-        print(f"agentls search failed or did not re-rank: {done.stdout[-300:]}"
+    if done.returncode != 0 or json.loads(done.stdout)["reranked_by"] is not None:
+        print(f"agentls search failed or re-ranked (torch loaded): {done.stdout[-300:]}"
               f"{done.stderr[-300:]}", file=sys.stderr)
         return figures
     figures.append(Figure(f"search_cold_agentls_search_fresh_install_default_{FILES}_files_s "
-                          "(real command: a new process, torch loads, 20 chunks re-ranked)",
-                          elapsed, "s"))
+                          "(real command: a new process, no torch since issue 40)",
+                          elapsed, "s", goal="<= 1 s", met=elapsed <= 1.0))
+    # The floors under it: a new interpreter importing the CLI, and the static model's imports.
+    for label, argv in (("agentls_version", ["-P", "-m", "agentls", "--version"]),
+                        ("import_model2vec", ["-P", "-c", "import model2vec"])):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, *argv], env=env, capture_output=True, check=False)
+        figures.append(Figure(f"floor_new_process_{label}_s", time.perf_counter() - start,
+                              "s"))
     figures.extend(_warm_rerank_figures(corpus, empty_cache))
     return figures
 
@@ -480,7 +488,7 @@ def _warm_rerank_figures(corpus: Path, empty_cache: Path) -> list[Figure]:
 
     embedder = StaticEmbedder(empty_cache)
     search = WorkspaceSearch(SemanticIndex(Workspace([corpus]), embedder),
-                             make_reranker(IndexConfig(), embedder))
+                             make_reranker(IndexConfig(rerank="auto"), embedder))
     queries = ("turn the picture a quarter", "check a signature on the bill",
                "persist the shopping basket", "decode the network frame",
                "tally the line items of an order", "empty the pending write memory")
@@ -494,8 +502,8 @@ def _warm_rerank_figures(corpus: Path, empty_cache: Path) -> list[Figure]:
     finally:
         search.close()
     warm = ms(statistics.median(times[1:]))
-    return [Figure(f"search_warm_query_{FILES}_files_fresh_install_default_ms (median of "
-                   f"{len(times) - 1}; 20 new candidates re-ranked each)", warm, "ms",
+    return [Figure(f"search_warm_query_{FILES}_files_rerank_opt_in_ms (index.rerank = auto; "
+                   f"median of {len(times) - 1}; 20 new candidates re-ranked each)", warm, "ms",
                    goal="<= 1000 ms", met=warm <= 1000)]
 
 

@@ -44,7 +44,7 @@ DEFINITION_BOOST = 3.0  # × the best candidate's score, for a chunk defining th
 STEM_BONUS = 1.5  # the defining chunk's file is named after the symbol
 EMBEDDED_SCALE = 0.5  # a symbol inside a sentence may be incidental
 PATH_BOOST = 1.0  # × best score × share of query words in the file's name and folder
-COHERENCE = 0.2  # × best score × the file's summed score against the best file's
+COHERENCE = 0.5  # × best score × the file's summed score against the best file's
 
 STRONG = 0.3
 MODERATE = 0.5
