@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -80,7 +81,11 @@ def _fetch_deb(spec: dict, work: Path, dest: Path) -> None:
     versions = spec["version"] if isinstance(spec["version"], list) else [spec["version"]]
     root = work / "x"
     for package, version in zip(packages, versions, strict=True):
-        _run(["apt-get", "download", "-q", f"{package}={version}"], work)
+        try:
+            _run(["apt-get", "download", "-q", f"{package}={version}"], work)
+        except RuntimeError:  # a new machine's package lists may be empty or old: update once
+            _update_package_lists()
+            _run(["apt-get", "download", "-q", f"{package}={version}"], work)
     for deb in work.glob("*.deb"):
         _run(["dpkg", "-x", str(deb), str(root)], work)
     for inside, target in spec["copy"].items():
@@ -88,6 +93,16 @@ def _fetch_deb(spec: dict, work: Path, dest: Path) -> None:
         if not found.exists():
             raise RuntimeError(f"{inside} is not in {packages}")
         _place(found.resolve(), dest / target)
+
+
+_updated: list[bool] = []
+
+
+def _update_package_lists() -> None:
+    if not _updated:
+        _updated.append(True)
+        sudo = [] if os.geteuid() == 0 else ["sudo"]
+        _run([*sudo, "apt-get", "update", "-qq"], Path.cwd())
 
 
 FETCHERS = {"pypi": _fetch_pypi, "npm": _fetch_npm, "deb": _fetch_deb}
