@@ -20,7 +20,8 @@ the extension itself (AGENTLS_VSCODE_TIMINGS):
   the first file's review (its text, its lines' colours and its gutter marks drawn; when each
   came, and the CodeLens, in the name), goal <= 150 ms; and keeping
   one hunk from its CodeLens, from the click until its removed lines are gone from the
-  screen, goal <= 50 ms.
+  screen, goal <= 50 ms. The same two for one 20,000-line file with 2,000 hunks (the review
+  stays responsive: keeping one hunk, goal <= 50 ms; its drawing is reported).
 * palette command -> first token shown: the prompt submitted in "AgentLS: Chat…" until the
   chat panel's webview has drawn the first streamed text, against the server's own
   first-token time (``agentls/chat`` sent until the first ``text`` chatEvent arrived) measured
@@ -49,6 +50,10 @@ REVIEW_DRAWN = ("VS Code: an agent edit of 20 files, 200 hunks, reviewed in the 
                 "arriving -> the first file's review drawn")
 REVIEW_KEEP = ("VS Code: review in the editor, one hunk kept from its CodeLens: the click -> its "
                "removed lines gone from the screen")
+REVIEW_BIG_DRAWN = ("VS Code: an agent edit of one 20,000-line file with 2,000 hunks, reviewed in "
+                    "the editor: applyEdit arriving -> its review drawn")
+REVIEW_BIG_KEEP = ("VS Code: review in the editor of the 2,000-hunk file, one hunk kept from its "
+                   "CodeLens: the click -> its removed lines gone from the screen")
 OVERHEAD_GOAL_MS = 300.0
 ACTIVATION = "VS Code: extension activation -> server initialize answered"
 FIRST_TOKEN = ("VS Code: palette command -> first streamed token shown in the panel "
@@ -89,14 +94,18 @@ def figures_from(data: dict[str, Any]) -> list[Figure]:
                               met=total <= HISTORY_GOAL_MS))
     review = data.get("review")
     if isinstance(review, dict):
-        out += _review_figures(review, when)
+        out += _review_figures(review, when, REVIEW_DRAWN, REVIEW_KEEP, REVIEW_DRAWN_GOAL_MS)
+    big = data.get("reviewBig")
+    if isinstance(big, dict):
+        out += _review_figures(big, when, REVIEW_BIG_DRAWN, REVIEW_BIG_KEEP, None)
     if out and not any(f.name.startswith(STREAMING) for f in out):
         out.append(Figure(STREAMING + " (not measured: the e2e run recorded no 1,000th chunk)",
                           0.0, "not measured", goal=f"<= {FLAT_GOAL}x baseline"))
     return out or not_measured("the e2e run wrote no timings")
 
 
-def _review_figures(review: dict[str, Any], when: str) -> list[Figure]:
+def _review_figures(review: dict[str, Any], when: str, drawn_name: str, keep_name: str,
+                    drawn_goal: float | None) -> list[Figure]:
     out: list[Figure] = []
     drawn = review.get("drawnMs")
     if isinstance(drawn, int | float):
@@ -105,15 +114,15 @@ def _review_figures(review: dict[str, Any], when: str) -> list[Figure]:
             ("gutter marks", "marksMs"), ("CodeLens", "lensesMs"))]
         inside = "".join(f"; {label} {float(v):.0f} ms" for label, v in parts
                          if isinstance(v, int | float))
-        out.append(Figure(REVIEW_DRAWN + f" [{review.get('files')} files, {review.get('hunks')} "
+        out.append(Figure(drawn_name + f" [{review.get('files')} files, {review.get('hunks')} "
                           f"hunks{inside}]" + when, float(drawn), "ms",
-                          goal=f"<= {REVIEW_DRAWN_GOAL_MS:.0f} ms",
-                          met=drawn <= REVIEW_DRAWN_GOAL_MS))
+                          goal=f"<= {drawn_goal:.0f} ms" if drawn_goal else "",
+                          met=drawn <= drawn_goal if drawn_goal else None))
     keep, inside_keep = review.get("keepMs"), review.get("keepExtensionMs")
     if isinstance(keep, int | float):
         part = (f" [the extension's part {float(inside_keep):.0f} ms]"
                 if isinstance(inside_keep, int | float) else "")
-        out.append(Figure(REVIEW_KEEP + part + when, float(keep), "ms",
+        out.append(Figure(keep_name + part + when, float(keep), "ms",
                           goal=f"<= {REVIEW_KEEP_GOAL_MS:.0f} ms",
                           met=keep <= REVIEW_KEEP_GOAL_MS))
     return out

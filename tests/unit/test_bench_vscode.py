@@ -92,3 +92,14 @@ def test_the_review_in_the_editor_has_two_goals(tmp_path: Path) -> None:
     run["review"].update(drawnMs=151.0, keepMs=50.5)  # type: ignore[attr-defined]
     path.write_text(json.dumps(run))
     assert [f.met for f in bench_vscode.run(path) if "review" in f.name.lower()] == [False, False]
+
+
+def test_the_2000_hunk_file_reports_its_drawing_and_a_goal_for_keeping(tmp_path: Path) -> None:
+    path = tmp_path / "vscode_e2e.json"
+    path.write_text(json.dumps({"activationToInitializeMs": 800.0, "reviewBig": {
+        "files": 1, "hunks": 2000, "drawnMs": 900.0, "keepMs": 60.0}}))
+    figures = bench_vscode.run(path)
+    drawn = next(f for f in figures if f.name.startswith(bench_vscode.REVIEW_BIG_DRAWN))
+    keep = next(f for f in figures if f.name.startswith(bench_vscode.REVIEW_BIG_KEEP))
+    assert (drawn.value, drawn.goal, drawn.met) == (900.0, "", None)
+    assert (keep.value, keep.met) == (60.0, False)

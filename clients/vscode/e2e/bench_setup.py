@@ -10,7 +10,9 @@
   small pieces, so the panel's time per chunk can be compared early and late in the answer.
 * REVIEW_FILES files of REVIEW_LINES lines under ``review_bench/`` and the steps answering
   ``REVIEW_PROMPT`` with an edit of REVIEW_HUNKS lines in each (one hunk each): the edit the
-  review in the editor draws and decides for the bench (20 files, 200 hunks).
+  review in the editor draws and decides for the bench (20 files, 200 hunks); and
+  ``review_bench/big.py`` (BIG_LINES lines), rewritten for ``BIG_PROMPT`` with every tenth
+  line changed (2,000 hunks).
 
 Usage: python bench_setup.py WORKSPACE SCRIPT_IN SCRIPT_OUT
 """
@@ -36,6 +38,8 @@ REVIEW_PROMPT = "Review twenty files"
 REVIEW_FILES = 20
 REVIEW_LINES = 100
 REVIEW_HUNKS = 10  # per file: lines 5, 15, ..., 95
+BIG_PROMPT = "Review the big file"
+BIG_LINES = 20_000  # review_bench/big.py: 2,000 hunks, one every 10 lines
 
 
 def review_files(workspace: Path) -> None:
@@ -44,6 +48,12 @@ def review_files(workspace: Path) -> None:
     for f in range(1, REVIEW_FILES + 1):
         lines = [f"value_{f}_{k} = {k}\n" for k in range(REVIEW_LINES)]
         (folder / f"f{f:02}.py").write_text("".join(lines), encoding="utf-8")
+    (folder / "big.py").write_text(big_text(doubled=False), encoding="utf-8")
+
+
+def big_text(doubled: bool) -> str:
+    return "".join(f"big_{k} = {k}{' * 2' if doubled and k % 10 == 5 else ''}\n"
+                   for k in range(BIG_LINES))
 
 
 def review_steps() -> list[dict[str, object]]:
@@ -58,6 +68,15 @@ def review_steps() -> list[dict[str, object]]:
                                  "tool_calls": calls}},
         {"name": "review-bench-done", "match": {"user": REVIEW_PROMPT, "tool": "edit_file"},
          "times": "*", "reply": {"text": "Twenty files changed."}},
+        {"name": "review-big", "match": {"user": BIG_PROMPT, "tool_results": False},
+         "times": "*", "reply": {
+             "text": "Doubling every tenth value of big.py.", "chunk_size": 1 << 20, "delay_s": 0,
+             "tool_calls": [
+             {"name": "write_file", "arguments": {"path": "review_bench/big.py",
+                                                  "content": big_text(doubled=True),
+                                                  "mode": "overwrite"}}]}},
+        {"name": "review-big-done", "match": {"user": BIG_PROMPT, "tool": "write_file"},
+         "times": "*", "reply": {"text": "big.py changed."}},
     ]
 
 

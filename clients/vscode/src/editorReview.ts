@@ -19,6 +19,9 @@ import type { StatusItem } from "./status";
 
 const SCHEME = "agentls-review"; // a created file's proposed text, before it exists
 const KEYS = { keep: "Ctrl+Alt+Y", undo: "Ctrl+Alt+N" };
+/** Past this many pending changes in a file, CodeLens only near what its editors show. */
+const MANY_LENSES = 100;
+const LENS_MARGIN = 60; // rows above and below the visible ones
 /** How long after the first file is shown the others' documents are read. */
 const OTHERS_AFTER_MS = 150;
 /** Kept hunks of one file that each get their own undo step; the rest share the last one. */
@@ -116,6 +119,7 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
       vscode.workspace.onDidChangeTextDocument((e) => this.onChange(e)),
       vscode.window.onDidChangeVisibleTextEditors(() => void this.onVisible()),
       vscode.window.onDidChangeActiveTextEditor(() => this.changed()),
+      vscode.window.onDidChangeTextEditorVisibleRanges((e) => this.onScroll(e.textEditor)),
     );
     void this.setContext();
   }
@@ -557,7 +561,11 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
       ];
     }
     const pending = f.hunks.pending();
+    // A file with many changes: the lenses of those near what its editors show (VS Code
+    // drew none for 2,000 hunks' 6,000 lenses); scrolling asks again.
+    const near = pending.length > MANY_LENSES ? this.nearVisible(document) : undefined;
     return pending.flatMap((i, k) => {
+      if (near && !near(f.hunks!.region(i).start)) return [];
       const range = new vscode.Range(f.hunks!.region(i).start, 0, f.hunks!.region(i).start, 0);
       return [
         new vscode.CodeLens(range, { title: `Keep (${KEYS.keep})`, command: "agentls.review.keep", arguments: [uri, i] }),
@@ -565,6 +573,12 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
         new vscode.CodeLens(range, { title: `${k + 1} of ${pending.length}`, command: "" }),
       ];
     });
+  }
+
+  private nearVisible(document: vscode.TextDocument): (row: number) => boolean {
+    const spans = vscode.window.visibleTextEditors.filter((e) => e.document === document)
+      .flatMap((e) => e.visibleRanges).map((r) => [r.start.line - LENS_MARGIN, r.end.line + LENS_MARGIN]);
+    return (row) => spans.some(([a, b]) => row >= a && row <= b);
   }
 
   provideTextDocumentContent(uri: vscode.Uri): string {
@@ -587,6 +601,16 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
    * review's text goes back in when it is shown or decided (`attached`). */
   private awayFromReview(f: ReviewedFile, doc: vscode.TextDocument): boolean {
     return Boolean(f.hunks && doc.getText() === f.hunks.base && f.hunks.text() !== f.hunks.base);
+  }
+
+  private scrolled: NodeJS.Timeout | undefined;
+
+  /** A file with many changes scrolled: its lenses again, once the scrolling pauses. */
+  private onScroll(editor: vscode.TextEditor): void {
+    const f = this.review?.find(editor.document.uri);
+    if (!f?.hunks || f.hunks.left() <= MANY_LENSES) return;
+    clearTimeout(this.scrolled);
+    this.scrolled = setTimeout(() => this.lensesChanged.fire(), 50);
   }
 
   private onChange(event: vscode.TextDocumentChangeEvent): void {
