@@ -1,6 +1,6 @@
 -- AgentLS for Neovim: starts the server with the built-in client and adds what Neovim
 -- lacks: an edit preview, a chat buffer, progress. `:help agentls`.
-local config = require("agentls.settings.config")
+local config = require("agentls.config")
 
 local M = {}
 
