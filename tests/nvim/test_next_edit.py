@@ -124,12 +124,14 @@ def test_dismissed_and_not_offered_again(ed: Editor, model: ReplayServer) -> Non
     ed.nvim.input("<Esc>")
     ed.wait("dismissed", lambda: ed.lua(SHOWN) is None and ed.lua(MARKS) == [])
     assert ed.lines(buf)[3] == "        out.append(value * count)"
-    # a change elsewhere asks again: the turned-down edit is not the one offered
+    # a change elsewhere asks again: the model rewrites both uses as before, and the one
+    # turned down is passed over for the other
     ed.nvim.command("call cursor(2, 1)")
     ed.nvim.input("A  # list<Esc>")
-    ed.wait("asked again", lambda: completions(model) >= 2)
-    shown = ed.lua(SHOWN)
-    assert shown is None or shown["range"]["start"]["line"] != 3
+    shown = ed.wait("the other use offered", lambda: (ed.lua(SHOWN) or {}).get(
+        "range", {}).get("start", {}).get("line") == 4 and ed.lua(SHOWN))
+    assert shown["text"] == "total"
+    assert completions(model) == 2
 
 
 def test_insert_mode_is_the_ghost_texts(ed: Editor, model: ReplayServer) -> None:

@@ -19,9 +19,6 @@ class Hunk:
     text: str
     lines: tuple[str, str]  # the whole lines replaced and their replacement: which hunk it is
 
-    def key(self, region: str) -> tuple[str, str]:
-        return region[self.start:self.end], self.text
-
 
 
 def hunks(old: str, new: str) -> list[Hunk]:

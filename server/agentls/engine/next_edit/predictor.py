@@ -72,6 +72,7 @@ class Suggestion:
     end: int
     text: str
     old: str  # the text it replaces
+    lines: tuple[str, str] = ("", "")  # the whole lines it changes, before and after
 
 
 @dataclass
@@ -175,9 +176,11 @@ class NextEditPredictor:
         return [r.suggestion.text for r in self.outcomes if r.outcome == "rejected"][
             -REJECTED_IN_PROMPT:]
 
-    def _turned_down(self, old: str, new: str) -> bool:
-        return any(r.outcome == "rejected" and r.suggestion.old == old
-                   and r.suggestion.text == new for r in self.outcomes)
+    def _turned_down(self, lines: tuple[str, str]) -> bool:
+        """The same change of the same lines was dismissed (the same rename elsewhere was
+        not: that is another suggestion)."""
+        return any(r.outcome == "rejected" and r.suggestion.lines == lines
+                   for r in self.outcomes)
 
     # --- one request ------------------------------------------------------------------------
 
@@ -273,7 +276,7 @@ class NextEditPredictor:
 
     def _pick(self, request: NextEditRequest, region_start: int, region: str,
               found: Sequence[Hunk]) -> Suggestion | None:
-        fresh = [h for h in found if not self._turned_down(*h.key(region))]
+        fresh = [h for h in found if not self._turned_down(h.lines)]
         if len(fresh) < len(found):
             self.counters.refused += len(found) - len(fresh)
         if not fresh:
@@ -284,7 +287,7 @@ class NextEditPredictor:
         suggestion = Suggestion(
             id=f"ne-{next(self._ids)}", uri=request.uri, version=request.version,
             start=region_start + hunk.start, end=region_start + hunk.end, text=hunk.text,
-            old=region[hunk.start:hunk.end])
+            old=region[hunk.start:hunk.end], lines=hunk.lines)
         self._shown[suggestion.id] = suggestion
         return suggestion
 
