@@ -83,7 +83,8 @@ class _Bare:
         self.version = 1
         self.client.feature(lsp.WORKSPACE_CONFIGURATION)(lambda params: [
             _section(i.section) for i in params.items])
-        for method in (lsp.CLIENT_REGISTER_CAPABILITY, lsp.WINDOW_WORK_DONE_PROGRESS_CREATE):
+        for method in (lsp.CLIENT_REGISTER_CAPABILITY, lsp.WINDOW_WORK_DONE_PROGRESS_CREATE,
+                       lsp.WORKSPACE_DIAGNOSTIC_REFRESH, lsp.CLIENT_UNREGISTER_CAPABILITY):
             self.client.feature(method)(lambda params: None)
         for method in (lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, lsp.WINDOW_LOG_MESSAGE,
                        lsp.PROGRESS, lsp.TELEMETRY_EVENT):
@@ -126,8 +127,9 @@ class _Bare:
         if process is not None and process.returncode is None:
             os.killpg(process.pid, signal.SIGKILL)
             await asyncio.wait_for(process.wait(), 10)
-        for task in [*self.client._async_tasks, self._stderr]:
-            task.cancel()
+        for task in [*self.client._async_tasks, getattr(self, "_stderr", None)]:
+            if task is not None:
+                task.cancel()
 
 
 async def _drain(stream: asyncio.StreamReader) -> None:

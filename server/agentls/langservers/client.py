@@ -50,6 +50,7 @@ class ServerClient(LanguageClient):
         self.pushes = asyncio.Condition()
         self.lines: collections.deque[str] = collections.deque(maxlen=KEPT_LINES)
         self.malformed = 0
+        self.registered: set[str] = set()  # methods the server registered dynamically
         self.exited: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._log_window = (0.0, 0)
         self._stderr_task: asyncio.Task[None] | None = None
@@ -158,8 +159,10 @@ class ServerClient(LanguageClient):
             self.keep(params.message)
 
         @self.feature(lsp.CLIENT_REGISTER_CAPABILITY)
-        def register(params: lsp.RegistrationParams) -> None:
-            return None
+        async def register(params: lsp.RegistrationParams) -> None:
+            self.registered.update(r.method for r in params.registrations)
+            async with self.pushes:  # a waiter for a push may pull now instead
+                self.pushes.notify_all()
 
         @self.feature(lsp.CLIENT_UNREGISTER_CAPABILITY)
         def unregister(params: lsp.UnregistrationParams) -> None:

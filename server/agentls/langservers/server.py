@@ -44,7 +44,8 @@ CLIENT_CAPABILITIES = lsp.ClientCapabilities(
         synchronization=lsp.TextDocumentSyncClientCapabilities(dynamic_registration=False),
         publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(
             version_support=True, related_information=False),
-        diagnostic=lsp.DiagnosticClientCapabilities(dynamic_registration=False),
+        # True: servers that offer pull diagnostics only by registering them (basedpyright).
+        diagnostic=lsp.DiagnosticClientCapabilities(dynamic_registration=True),
         definition=lsp.DefinitionClientCapabilities(link_support=True),
         references=lsp.ReferenceClientCapabilities(),
         hover=lsp.HoverClientCapabilities(
@@ -286,7 +287,12 @@ class LangServer:
 
     @property
     def pulls_diagnostics(self) -> bool:
-        return self.capabilities is not None and self.capabilities.diagnostic_provider is not None
+        """The server answers textDocument/diagnostic (said at initialize, or registered
+        later, as basedpyright does): asked then, never waited for as a push."""
+        static = self.capabilities is not None and \
+            self.capabilities.diagnostic_provider is not None
+        return static or (self.client is not None
+                          and lsp.TEXT_DOCUMENT_DIAGNOSTIC in self.client.registered)
 
     async def document_diagnostics(self, client: ServerClient, path: Path
                                    ) -> list[lsp.Diagnostic]:
@@ -295,17 +301,14 @@ class LangServer:
         carries no version)."""
         uri = path.as_uri()
         if self.pulls_diagnostics:
-            report = await client.text_document_diagnostic_async(lsp.DocumentDiagnosticParams(
-                text_document=lsp.TextDocumentIdentifier(uri=uri)))
-            if isinstance(report, lsp.RelatedFullDocumentDiagnosticReport
-                          | lsp.FullDocumentDiagnosticReport):
-                return list(report.items)
-            return []
+            return await _pull_report(client, uri)
         doc = self._docs.get(uri)
         if doc is None:
             return []
 
         def current() -> bool:
+            if self.pulls_diagnostics:  # registered while we waited: ask instead
+                return True
             pushed = client.pushed.get(uri)
             if pushed is None:
                 return False
@@ -315,6 +318,8 @@ class LangServer:
 
         async with client.pushes:
             await client.pushes.wait_for(current)
+        if self.pulls_diagnostics:
+            return await _pull_report(client, uri)
         if client.pushed[uri].version is None:
             while True:  # an unversioned push: a later one may follow soon
                 serial = client.pushed[uri].serial
@@ -324,6 +329,15 @@ class LangServer:
                 if client.pushed[uri].serial == serial:
                     break
         return list(client.pushed[uri].diagnostics)
+
+
+async def _pull_report(client: ServerClient, uri: str) -> list[lsp.Diagnostic]:
+    report = await client.text_document_diagnostic_async(lsp.DocumentDiagnosticParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    if isinstance(report, lsp.RelatedFullDocumentDiagnosticReport
+                  | lsp.FullDocumentDiagnosticReport):
+        return list(report.items)
+    return []
 
 
 def _later(client: ServerClient, uri: str, serial: int) -> Callable[[], bool]:
