@@ -1,6 +1,6 @@
 """What the engine runs: the prompt and what goes with it (attachments, the chips and refusals
 of the references, limits). One record every front door builds once and the engine reads:
-the LSP server (lsp/features/chat.py, lsp/features/code_actions/runner.py, wrapped in
+the LSP server (lsp/features/chat.py, lsp/features/code_actions/action_runner.py, wrapped in
 lsp/services/turn.py's ``TurnRequest``
 with the editor's options), the ACP agent and the CLI. A leaf, light to import: the editor
 builds it before the engine's modules are loaded."""

@@ -10,19 +10,19 @@ from typing import Any
 
 import pytest
 
-from agentls.engine.next_edit.history import (
-    EditHistory,
-    common_prefix,
-    common_suffix,
-    line_diff,
-)
 from agentls.engine.next_edit.hunks import hunks
 from agentls.engine.next_edit.predictor import NextEditPredictor, NextEditRequest
-from agentls.engine.next_edit.prompts import (
+from agentls.engine.next_edit.prompt_formats import (
     OutsideRegion,
     Unreadable,
     parse_rewrite,
     zeta_prompt,
+)
+from agentls.engine.next_edit.recent_edits import (
+    EditHistory,
+    common_prefix,
+    common_suffix,
+    line_diff,
 )
 from agentls.engine.next_edit.region import excerpt
 from agentls.settings.models import NextEditConfig

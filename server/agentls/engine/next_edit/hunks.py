@@ -9,7 +9,7 @@ import difflib
 import itertools
 from dataclasses import dataclass
 
-from agentls.engine.next_edit.history import common_prefix, common_suffix
+from agentls.engine.next_edit.recent_edits import common_prefix, common_suffix
 
 
 @dataclass(frozen=True)

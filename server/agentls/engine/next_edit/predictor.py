@@ -23,9 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agentls.engine.next_edit.history import Edit
 from agentls.engine.next_edit.hunks import Hunk, hunks
-from agentls.engine.next_edit.prompts import (
+from agentls.engine.next_edit.prompt_formats import (
     REGION_END,
     OutsideRegion,
     Prompt,
@@ -36,6 +35,7 @@ from agentls.engine.next_edit.prompts import (
     region_ended,
     zeta_prompt,
 )
+from agentls.engine.next_edit.recent_edits import Edit
 from agentls.engine.next_edit.region import Excerpt, excerpt
 from agentls.llm.backend import BackendError
 from agentls.llm.fim import FimClient, FimRequest

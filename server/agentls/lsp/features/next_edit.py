@@ -8,7 +8,7 @@ most one). ``textDocument/didShowInlineEdit`` says it was shown, the edit's ``co
 (``agentls.nextEdit.accept``) that it was accepted, ``agentls.nextEdit.reject`` that it was
 dismissed; a suggestion left unanswered when the next is asked for counts as accepted if the
 document holds it, else ignored. ``didChange`` feeds each document's recent edits
-(``engine/next_edit/history.py``) and closes the document's model request at once: its
+(``engine/next_edit/recent_edits.py``) and closes the document's model request at once: its
 answer could only be stale. A request for a version the document has left, for a file the
 fence hides, or in a language switched off is answered with no edits, at once; the status
 (``agentls/nextEditStatus``: idle, waiting, off, error) is sent when it changes.
@@ -41,8 +41,8 @@ from agentls.lsp.services.protocol_params import inline_edit_id, parse_next_edit
 
 if TYPE_CHECKING:
     from agentls.base.text_positions import LineStarts
-    from agentls.engine.next_edit.history import EditHistory
     from agentls.engine.next_edit.predictor import NextEditPredictor, Status, Suggestion
+    from agentls.engine.next_edit.recent_edits import EditHistory
     from agentls.lsp.services.server_context import ServerContext
     from agentls.workspace.fence import Workspace
 
@@ -164,7 +164,7 @@ class NextEditFeature:
 
     def _history(self) -> EditHistory:
         if self.history is None:
-            from agentls.engine.next_edit.history import EditHistory
+            from agentls.engine.next_edit.recent_edits import EditHistory
 
             self.history = EditHistory()
             for uri, document in list(self.server.workspace.text_documents.items()):

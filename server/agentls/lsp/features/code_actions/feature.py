@@ -33,7 +33,7 @@ from agentls.lsp.services.commands import register_command
 from agentls.lsp.services.server_context import ServerContext
 
 if TYPE_CHECKING:
-    from agentls.lsp.features.code_actions.runner import ActionData, ActionOutcome
+    from agentls.lsp.features.code_actions.action_runner import ActionData, ActionOutcome
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ def _tell(ls: ServerContext, outcome: ActionOutcome) -> None:
 
 async def resolve_action(ls: ServerContext, feature: CodeActions,
                          action: lsp.CodeAction) -> lsp.CodeAction:
-    from agentls.lsp.features.code_actions.runner import parse_action_data, run_action
+    from agentls.lsp.features.code_actions.action_runner import parse_action_data, run_action
     from agentls.lsp.services.protocol import ParamsError
 
     if action.edit is not None or action.command is not None:
@@ -103,7 +103,7 @@ def _recalled(feature: CodeActions, data: ActionData) -> ActionData:
 
 
 def _unknown_problems(feature: CodeActions, data: ActionData) -> ActionOutcome | None:
-    from agentls.lsp.features.code_actions.runner import ActionOutcome
+    from agentls.lsp.features.code_actions.action_runner import ActionOutcome
 
     if data.action != FIX_ALL.id or feature.lister.recalled(data.uri, data.version,
                                                             data.range):
@@ -122,7 +122,7 @@ async def run_action_command(ls: ServerContext, feature: CodeActions,
     eglot's 10 s, work, and eglot can send the edit's didChange as soon as it applies it)."""
     import uuid
 
-    from agentls.lsp.features.code_actions.runner import parse_action_data
+    from agentls.lsp.features.code_actions.action_runner import parse_action_data
     from agentls.lsp.services.protocol import ParamsError
 
     if len(arguments) != 1:
@@ -141,7 +141,7 @@ async def _run_in_background(ls: ServerContext, feature: CodeActions, data: Acti
                              run_id: str) -> None:
     """The command's run, after its answer: the edit through the one delivery path, or the
     explanation shown; what goes wrong is said with window/showMessage."""
-    from agentls.lsp.features.code_actions.runner import run_action
+    from agentls.lsp.features.code_actions.action_runner import run_action
 
     try:
         outcome = await run_action(ls, _recalled(feature, data), feature.lister.user_actions,

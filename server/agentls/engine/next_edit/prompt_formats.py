@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentls.engine.next_edit.history import Edit
+from agentls.engine.next_edit.recent_edits import Edit
 from agentls.engine.next_edit.region import Excerpt
 
 REGION_START = "<|editable_region_start|>"
