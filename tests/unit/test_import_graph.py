@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import grimp
 
 
@@ -82,3 +84,43 @@ def test_no_module_is_over_400_lines_without_saying_why() -> None:
             unexplained.append(f"{path.relative_to(package)}: {text.count(chr(10))} lines")
     assert unexplained == [], "split these at their seams, or say at the top why one module " \
                               "(the words 'stays one'): " + ", ".join(unexplained)
+
+
+# llm/agent_cli/backends.py says "This module is a little over 400 lines" (419 today): true, but
+# it goes stale with the next edit; it is dropped with issue 38's work in llm/. Take it off then.
+SIZE_QUOTED_FOR_NOW = {"llm/agent_cli/backends.py"}
+_OWN_SIZE = re.compile(r"~\s*\d[\d,]* lines|\d[\d,]* lines\b.*(stays one|this module)|"
+                       r"(stays one|this module)\b.*\d[\d,]* lines", re.IGNORECASE)
+
+
+def _quotes_its_own_size(docstring: str) -> bool:
+    """A sentence of a module's docstring that gives the module's size in lines: "~N lines",
+    or "N lines" beside "stays one" / "this module". Such a figure is stale at the next edit;
+    the reason a module stays one is what the reader needs."""
+    sentences = re.split(r"(?<=[.;:])\s+", " ".join(docstring.split()))
+    return any(_OWN_SIZE.search(sentence) for sentence in sentences)
+
+
+def test_the_size_check_finds_a_quoted_size_and_only_that() -> None:
+    assert _quotes_its_own_size("The store. At ~440 lines it stays one: this is the store.")
+    assert _quotes_its_own_size("Runs CLIs. This module is a little over 400 lines: the loop.")
+    assert _quotes_its_own_size("It stays one at 512 lines.")
+    assert not _quotes_its_own_size("The store. It stays one module: this is the store alone.")
+    assert not _quotes_its_own_size("difflib compares every line: 10,000 lines are tens of ms.")
+
+
+def test_no_module_docstring_quotes_its_own_size() -> None:
+    import ast
+    from pathlib import Path
+
+    import agentls
+
+    package = Path(agentls.__file__).parent
+    quoting = []
+    for path in sorted(package.rglob("*.py")):
+        name = path.relative_to(package).as_posix()
+        docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        if name not in SIZE_QUOTED_FOR_NOW and _quotes_its_own_size(docstring):
+            quoting.append(name)
+    assert quoting == [], ("drop the line count from these docstrings (keep the reason it stays "
+                           "one module): " + ", ".join(quoting))

@@ -10,7 +10,7 @@ streamed answer, the check of its own work). The run's user message is made and 
 ``user_turn``, the tools it offers assembled by ``toolbox``, tool calls run by
 ``tool_dispatch``, the run's and session's state and its end kept by ``turns``, long
 histories summarised by ``engine/prompt/compaction``, its work checked by ``engine/check``.
-At ~440 lines it stays one: what is left is that one story, and cutting it would scatter it.
+It stays one module: what is left is that one story, and cutting it would scatter it.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ each thread gets its own connection. Nothing here ever holds a credential, and `
 anything that looks like one from metadata before it is written.
 
 The schema and its migrations are in ``session_schema.py``; the ``.agentls/`` folder and its
-``.gitignore`` in ``state_dir.py``. At ~440 lines it stays one: this is the store alone
+``.gitignore`` in ``state_dir.py``. It stays one module: this is the store alone
 (sessions, messages and their metadata, the turns' boundaries, the command history), each
 method one small transaction over the same tables.
 """
