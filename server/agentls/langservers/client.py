@@ -13,6 +13,8 @@ import asyncio
 import collections
 import contextlib
 import logging
+import os
+import signal
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -59,7 +61,9 @@ class ServerClient(LanguageClient):
     # -- the process -------------------------------------------------------------------
 
     async def start(self, argv: list[str], env: dict[str, str], cwd: str) -> None:
-        await self.start_io(argv[0], *argv[1:], env=env, cwd=cwd)
+        # Its own process group: a server is often a wrapper around another process (a
+        # Python script around node), and ending it must end what it started too.
+        await self.start_io(argv[0], *argv[1:], env=env, cwd=cwd, start_new_session=True)
         process = self._server
         assert process is not None and process.stderr is not None
         self._stderr_task = asyncio.create_task(self._drain(process.stderr),
@@ -84,9 +88,9 @@ class ServerClient(LanguageClient):
     async def kill(self) -> None:
         """End the process now (it is in its own pid namespace: its children end with it)."""
         process = self._server
-        if process is not None and process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
+        if process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
         self._stop_event.set()
         if process is not None:
             try:

@@ -54,6 +54,11 @@ def main() -> None:
         print("fatal: cannot find the project's compiler", file=sys.stderr, flush=True)
         sys.exit(3)
     note = network_note() if MODE == "network" else ""
+    if MODE == "child":  # a child that keeps the pipes open, as node under a wrapper does
+        import subprocess
+
+        child = subprocess.Popen(["sleep", "300"])
+        note = f"child {child.pid}"
     pending: list[dict[str, object]] = []
     while True:
         message = pending.pop(0) if pending else read()

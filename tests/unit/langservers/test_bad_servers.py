@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -161,3 +162,25 @@ async def test_idle_servers_are_stopped_and_start_again_on_use(tmp_path: Path) -
     answer = await pool.diagnostics(ws, [path])
     assert answer.files[0].problems and server.running and server.restarts == 0
     await pool.aclose()
+
+
+async def test_what_a_server_started_ends_with_it_even_without_the_sandbox(
+        tmp_path: Path) -> None:
+    ws, path = _workspace(tmp_path)
+    pool = _pool(fake_program(tmp_path), "child")
+    pool.sandbox = SandboxSettings(mode="off")
+    answer = await pool.diagnostics(ws, [path])
+    [problem] = answer.files[0].problems
+    child = int(problem.message.split()[1])
+    os.kill(child, 0)  # running
+    started = time.monotonic()
+    await pool.aclose()
+    assert time.monotonic() - started < 5
+    for _ in range(50):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError(f"the server's child {child} outlived it")
