@@ -49,6 +49,9 @@ class AgentClient(LanguageClient):
         # versions move on before the answer), so the edit is skipped, yet answered applied.
         self.moved_before_answer = False
         self.apply_gate: asyncio.Event | None = None  # set: applyEdit is answered once it is
+        # The editor's own preview with files unticked (VS Code's refactor preview): only these
+        # URIs are applied, and the answer is still ``applied: true``.
+        self.apply_only: set[str] | None = None
         self._waiters: list[tuple[Callable[[Event], bool], asyncio.Future[Event]]] = []
 
     def record_event(self, params: Any) -> None:
@@ -100,7 +103,13 @@ def make_client() -> AgentClient:
         if ls.moved_before_answer:
             touch_open_documents(ls, params.edit)
         if ls.apply_result.applied and ls.apply_to_documents:
-            apply_to_open_documents(ls, params.edit)
+            edit = params.edit
+            if ls.apply_only is not None:
+                edit = lsp.WorkspaceEdit(document_changes=[
+                    e for e in edit.document_changes or ()
+                    if isinstance(e, lsp.TextDocumentEdit)
+                    and e.text_document.uri in ls.apply_only])
+            apply_to_open_documents(ls, edit)
         return ls.apply_result
 
     @client.feature(lsp.WINDOW_SHOW_MESSAGE_REQUEST)

@@ -1,7 +1,7 @@
-"""Did an applied edit land (lsp/services/delivery.py ``not_landed``)? An open document answers by
-its
-text; one closed since (a buffer wiped during the review) by its file, which is read off the
-event loop: the wait polls every 20 ms for up to 2 s and must not block the server meanwhile."""
+"""Did an applied edit land (lsp/services/landing.py ``not_landed``)? An open document
+answers by its text; one closed since (a buffer wiped during the review) by its file, which
+is read off the event loop: the wait polls every 20 ms for up to 2 s and must not block the
+server meanwhile."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from pygls.workspace import TextDocument
 
-from agentls.lsp.services import delivery
-from agentls.lsp.services.delivery import SentDocument, not_landed
+from agentls.lsp.services import landing as delivery
+from agentls.lsp.services.landing import SentDocument, not_landed
 
 
 def server(open_docs: dict[Path, str]) -> Any:

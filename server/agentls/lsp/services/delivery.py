@@ -8,8 +8,11 @@ ChangeSet, a code action's edit, a retry's), in four steps, all in ``deliver``:
 2. **send**: ``workspace/applyEdit`` (this module is its only caller; a test checks it);
 3. **check**: the answer against the documents (``check_answer``): an ``applied: true``
    answer is not taken on trust: every open document the edit named by version must then
-   hold the text the agent wrote. Neovim's built-in handler skips an edit whose version is
-   stale (the person typed while the run finished) and still answers ``applied: true``;
+   hold the text the agent wrote, and a closed file must hold it on disk (or in the document
+   the editor opened for it); files that never changed while others did were left out in the
+   editor's own preview (``partly_landed``) and are recorded as not kept. Neovim's built-in
+   handler skips an edit whose version is stale (the person typed while the run finished)
+   and still answers ``applied: true``;
    that case is recorded as not applied, and the caller may offer a retry on the current
    text (``Delivery.retryable``, lsp/services/retry_offer.py);
 4. **record**: what was kept, through the engine (``record``: the run's ``actions``
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -34,6 +37,13 @@ from lsprotocol import types as lsp
 from agentls.engine import review_notes
 from agentls.lsp.services import documents, review_check
 from agentls.lsp.services.edits import WorkspaceEditPlan, plan_workspace_edit
+from agentls.lsp.services.landing import (
+    LAND_WAIT_S,
+    check_answer,
+    moved_after_answer,
+    partly_landed,
+    sent_documents,
+)
 from agentls.lsp.services.turn import Delivery
 from agentls.workspace.changeset import Base, ChangeSet, FileChange
 
@@ -118,155 +128,6 @@ def _changed_on_disk(checks: list[tuple[Path, Base]]) -> list[Path]:
     return [path for path, base in checks if Base.from_disk(path).sha256 != base.sha256]
 
 
-# --- did it land? ----------------------------------------------------------------------------
-
-LAND_WAIT_S = 2.0  # for the editor's didChange after its applyEdit answer (Neovim debounces)
-MOVED_WAIT_S = 0.5  # after a refusal: whether a didChange shows the document had moved on
-
-
-@dataclass(frozen=True)
-class SentDocument:
-    """An open document the edit named by version, and the text it holds once applied."""
-
-    path: Path
-    version: int
-    expected: str
-
-
-def sent_documents(edit: lsp.WorkspaceEdit,
-                   changes: Sequence[FileChange]) -> list[SentDocument]:
-    texts = {change.path: change.text for change in changes if change.text is not None}
-    out: list[SentDocument] = []
-    for entry in edit.document_changes or ():
-        if not isinstance(entry, lsp.TextDocumentEdit) or entry.text_document.version is None:
-            continue
-        path = documents.path_of(entry.text_document.uri)
-        if path is not None and path in texts:
-            out.append(SentDocument(path, entry.text_document.version, texts[path] or ""))
-    return out
-
-
-async def not_landed(ls: ServerContext, sent: Sequence[SentDocument],
-                     wait_s: float = LAND_WAIT_S) -> list[Path]:
-    """The sent documents that do not hold the agent's text once the editor's changes have
-    arrived (waiting up to ``wait_s``): the edit was skipped, or was changed at once."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + wait_s
-    while True:
-        missing = [s.path for s in await _not_holding(ls, sent)]
-        if not missing or loop.time() >= deadline:
-            return missing
-        await asyncio.sleep(0.02)
-
-
-async def _not_holding(ls: ServerContext, sent: Sequence[SentDocument]) -> list[SentDocument]:
-    """The sent documents that do not hold the agent's text, in ``sent``'s order: an open one
-    by its text; one closed since (a buffer wiped during the review, after it was written) by
-    its file, read off the event loop (all of them in one thread hop)."""
-    wrong: set[SentDocument] = set()
-    closed: list[SentDocument] = []
-    for s in sent:
-        document = documents.find(ls, s.path)
-        if document is None:
-            closed.append(s)
-        elif document.source != s.expected:
-            wrong.add(s)
-    if closed:
-        wrong.update(await asyncio.to_thread(_files_not_holding, closed))
-    return [s for s in sent if s in wrong]
-
-
-def _files_not_holding(closed: Sequence[SentDocument]) -> list[SentDocument]:
-    return [s for s in closed if not _file_holds(s)]
-
-
-def _file_holds(sent: SentDocument) -> bool:
-    try:
-        text = sent.path.read_bytes().decode("utf-8", errors="surrogateescape")
-    except OSError:
-        return False
-    unix = text.replace("\r\n", "\n")
-    return text == sent.expected or unix == sent.expected.replace("\r\n", "\n")
-
-
-def moved_on(ls: ServerContext, sent: Sequence[SentDocument]) -> list[Path]:
-    """Sent documents whose version is now past the one the edit named."""
-    out = []
-    for s in sent:
-        document = documents.find(ls, s.path)
-        if document is None or (document.version or 0) > s.version:
-            out.append(s.path)
-    return out
-
-
-async def moved_after_answer(ls: ServerContext, sent: Sequence[SentDocument]) -> list[Path]:
-    """After a refusal: the sent documents that had moved on, waiting up to ``MOVED_WAIT_S``
-    for a didChange the editor may send after its answer (Neovim debounces them)."""
-    stale = moved_on(ls, sent)
-    if sent and not stale:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + MOVED_WAIT_S
-        while not stale and loop.time() < deadline:
-            await asyncio.sleep(0.02)
-            stale = moved_on(ls, sent)
-    return stale
-
-
-async def check_answer(ls: ServerContext, applied: bool, reason: str | None,
-                       sent: Sequence[SentDocument],
-                       names: Callable[[Iterable[Path]], str],
-                       correct: Callable[[], Awaitable[None]] | None = None,
-                       ) -> tuple[bool, str | None, bool]:
-    """The truth about an applyEdit answer: ``(applied, reason, stale)``; ``stale`` when a
-    document had moved on, so the edit was (or had to be) skipped. ``correct`` is called when
-    a trusted answer turns out wrong later (a didChange without the edit)."""
-    if applied:
-        missing = await not_landed(ls, sent)
-        # No didChange at all since the edit (eglot sends its changes only once the command
-        # request it is answering has returned): the answer is trusted, and checked when the
-        # document's change arrives (DESIGN.md 13), never reported "not applied" before.
-        unheard = [s for s in sent if s.path in missing and not moved_on(ls, [s])]
-        if unheard:
-            ls.spawn(_check_later(ls, unheard, names, correct))
-            missing = [p for p in missing if p not in {s.path for s in unheard}]
-        if not missing:
-            return True, reason, False
-        return False, (f"the editor answered applied, but {names(missing)} does not hold the "
-                       "change: it was edited in the editor meanwhile and the editor skipped "
-                       "the stale edit"), True
-    stale = await moved_after_answer(ls, sent)
-    if stale and not reason:
-        reason = f"{names(stale)} changed in the editor while the edit was on its way"
-    return False, reason, bool(stale)
-
-
-LATE_CHECK_S = 60.0  # how long an applied edit's didChange is waited for, in the background
-
-
-async def _check_later(ls: ServerContext, sent: Sequence[SentDocument],
-                       names: Callable[[Iterable[Path]], str],
-                       correct: Callable[[], Awaitable[None]] | None) -> None:
-    """An applied edit whose documents had not changed yet: once they do, they must hold it;
-    when one does not, the person is told and the record is corrected (``correct``)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + LATE_CHECK_S
-    waiting = list(sent)
-    while waiting and loop.time() < deadline:
-        await asyncio.sleep(0.05)
-        arrived = [s for s in waiting if moved_on(ls, [s])]
-        wrong = [s.path for s in await _not_holding(ls, arrived)]
-        if wrong:
-            message = (f"AgentLS: the editor answered that its edit was applied, but "
-                       f"{names(wrong)} does not hold the change; check the file.")
-            log.warning(message)
-            ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning,
-                                                         message=message))
-            if correct is not None:
-                await correct()
-                return  # the record now says what every file holds
-        waiting = [s for s in waiting if s not in arrived]
-
-
 def stale_note(shown: str, reason: str | None) -> str:
     why = f" ({reason})" if reason else ""
     return (f"none of your changes from the last turn were applied: {shown} changed in the "
@@ -338,13 +199,19 @@ async def deliver(ls: ServerContext, store: SessionStore, outgoing: Outgoing, *,
             applied, reason = bool(response.applied), response.failure_reason
         except Exception as exc:  # the client answered with an error: nothing was applied
             applied, reason = False, f"the editor failed to apply the edit: {exc}"
+        land_wait_s = LAND_WAIT_S
         if not applied:  # none, or some of it: the documents say which, once they arrive
             await moved_after_answer(ls, sent)
             reviews = await review_check.read_reviews(ls, sent_changes)
             if review_check.settled(reviews):
                 return _reviewed(reviews, reason)
+        else:  # applied: true, yet the editor's own preview may have kept only some files
+            partly = await partly_landed(ls, sent_changes, sent)
+            if partly is not None:
+                return _left_out(partly)
+            land_wait_s = 0.0  # waited already: what has not landed now is checked below
         applied, reason, stale = await check_answer(ls, applied, reason, sent, names,
-                                                    correct)
+                                                    correct, land_wait_s)
         if stale:
             shown = names(sent_paths)
             message = (f"AgentLS: its changes to {shown} did not land: {reason}. Nothing "
@@ -377,6 +244,23 @@ async def deliver(ls: ServerContext, store: SessionStore, outgoing: Outgoing, *,
         record(store, outgoing, Delivery(False, f"the editor answered applied, but {text}",
                                          skipped=skipped, partial=partial, sent=True),
                late_notes)
+
+    def _left_out(reviews: list[review_check.FileReview]) -> Delivery:
+        """``applied: true`` for an edit some files of which never changed: recorded as partly
+        kept, told to the person (a warning and the chat's status) and to the model."""
+        left = names(r.path for r in reviews if r.state != "kept")
+        text = review_check.summary(reviews, outgoing.display)
+        message = (f"AgentLS: the editor answered that its edit was applied, but {left} did "
+                   "not change (left out in the editor's preview?): recorded as not kept.")
+        log.info("%s (%s)", message, text)
+        ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning,
+                                                     message=message))
+        tell.status(f"review: {text}", warning=True)
+        notes.extend(review_check.notes(reviews, outgoing.display))
+        return record(store, outgoing, Delivery(
+            False, f"the editor answered applied, but {left} did not change: {text}",
+            skipped=skipped, partial=tuple(r.record() for r in reviews), sent=True,
+            message=message), notes)
 
     def _reviewed(reviews: list[review_check.FileReview], reason: str | None) -> Delivery:
         if not review_check.some_kept(reviews):
