@@ -122,11 +122,11 @@ class AgentLanguageServer(SettingsState, WorkspaceRoots):
 
 def create_server() -> AgentLanguageServer:
     import agentls.lsp.features.inline_completion as inline_completion
-    import agentls.lsp.features.next_edit as next_edit
     import agentls.lsp.features.propose_edit as propose_edit
     from agentls.lsp.features import chat, conversation, git_commands
     from agentls.lsp.features import index_upkeep as search_index
     from agentls.lsp.features.code_actions import feature as code_actions
+    from agentls.lsp.features.next_edit import suggestions as next_edit
     from agentls.lsp.services import documents
 
     server = AgentLanguageServer()

@@ -6,5 +6,5 @@ document's recent edits as diffs (from ``didChange``, bounded), ``region`` cuts 
 region and its context around the cursor, ``prompts`` writes them in Zeta's editable-region
 format or as a chat prompt and reads the model's rewrite back, ``predictor`` asks the model
 (one request in flight per document, cancel-first) and turns the rewrite into one checked
-edit. The LSP side is ``lsp/features/next_edit.py``.
+edit. The LSP side is ``lsp/features/next_edit/``.
 """

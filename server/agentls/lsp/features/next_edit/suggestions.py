@@ -11,21 +11,21 @@ document holds it, else ignored. ``didChange`` feeds each document's recent edit
 (``engine/next_edit/recent_edits.py``) and closes the document's model request at once: its
 answer could only be stale. A request for a version the document has left, for a file the
 fence hides, or in a language switched off is answered with no edits, at once; the status
-(``agentls/nextEditStatus``: idle, waiting, off, error) is sent when it changes.
+(``agentls/nextEditStatus``: idle, waiting, off, error) is sent when it changes. What the chat
+prompt quotes beside the excerpt (definitions, the outline) is gathered in
+``related_context.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import keyword
 import logging
-import re
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 
+from agentls.lsp.features.next_edit.related_context import RelatedContext
 from agentls.lsp.services import documents, handlers
 from agentls.lsp.services.protocol import (
     CMD_NEXT_EDIT_ACCEPT,
@@ -49,15 +49,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NO_EDITS: dict[str, Any] = {"edits": []}
-OUTLINE_MAX_AGE_S = 5.0
-OUTLINE_LINES = 60
-MAX_OUTLINE_TEXT = 2_000_000  # characters: larger documents get no outline
-DEFINITION_NAMES = 4  # names on the cursor's line whose definitions are looked up
-DEFINITION_TIMEOUT_S = 5.0
-DEFINITION_NEAR_LINES = 30  # a definition this close to the cursor is in the excerpt
-DEFINITION_LINES = 8
-DEFINITIONS_MAX_AGE_S = 10.0
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class NextEditFeature:
@@ -68,10 +59,7 @@ class NextEditFeature:
         self._loading: asyncio.Future[NextEditPredictor] | None = None
         self._fence: Workspace | None = None
         self._lines: dict[str, LineStarts] = {}
-        self._outlines: dict[str, tuple[float, list[str]]] = {}
-        self._outlining: set[str] = set()
-        self._definitions: dict[str, tuple[int, float, list[str]]] = {}  # uri -> line, when
-        self._defining: set[str] = set()
+        self.related = RelatedContext(server, self._index, self._visible, self._model_path)
 
     # --- settings and status ------------------------------------------------------------------
 
@@ -127,8 +115,8 @@ class NextEditFeature:
     def on_document(self, params: Any) -> None:
         uri = params.text_document.uri
         if isinstance(params, lsp.DidCloseTextDocumentParams):
-            for table in (self._lines, self._outlines, self._definitions):
-                table.pop(uri, None)
+            self._lines.pop(uri, None)
+            self.related.forget(uri)
             if self.history is not None:
                 self.history.closed(uri)
             if self.predictor is not None:
@@ -203,7 +191,8 @@ class NextEditFeature:
         request = NextEditRequest(
             uri=uri, path=self._model_path(uri), version=document.version, text=text,
             cursor=cursor, eol="\r\n" if text.find("\r\n", 0, 10_000) >= 0 else "\n",
-            edits=history.recent(uri), related=self._related(uri, text, line, predictor.format))
+            edits=history.recent(uri),
+            related=self.related.quoted(uri, text, line, predictor.format))
 
         def current_version() -> int | None:
             now = self.server.workspace.text_documents.get(uri)
@@ -255,82 +244,6 @@ class NextEditFeature:
                 continue
         return path.name
 
-    # --- related definitions, gathered between keystrokes ------------------------------------
-
-    def _related(self, uri: str, text: str, line: int, prompt_format: str) -> list[str]:
-        """What the chat prompt quotes beside the excerpt: the definitions of the names on the
-        cursor's line (the agent's language servers, where they cover the file) and the
-        document's outline; what is ready now, the rest gathered for the next request."""
-        if prompt_format != "chat":
-            return []  # Zeta's prompt has no place for them
-        return [*self._definitions_near(uri, text, line), *self._outline(uri, text)]
-
-    def _definitions_near(self, uri: str, text: str, line: int) -> list[str]:
-        cached = self._definitions.get(uri)
-        fresh = cached is not None and cached[0] == line and (
-            time.monotonic() - cached[1] < DEFINITIONS_MAX_AGE_S)
-        if not fresh and uri not in self._defining and documents.path_of(uri) is not None:
-            self._defining.add(uri)
-            start = self._index(uri).line_start(text, line) or 0
-            end = text.find("\n", start)
-            line_text = text[start:end if end >= 0 else len(text)]
-            self.server.spawn(self._find_definitions(uri, line, line_text))
-        return cached[2] if cached is not None and cached[0] == line else []
-
-    async def _find_definitions(self, uri: str, line: int, line_text: str) -> None:
-        try:
-            blocks = await self._definitions_of(uri, line, line_text)
-        except Exception as exc:  # the suggestion goes on without them
-            log.debug("next edit: no definitions from the language servers: %s", exc)
-            blocks = []
-        finally:
-            self._defining.discard(uri)
-        if uri in self.server.workspace.text_documents:
-            self._definitions[uri] = (line, time.monotonic(), blocks)
-
-    async def _definitions_of(self, uri: str, line: int, line_text: str) -> list[str]:
-        path = documents.path_of(uri)
-        if path is None or not self._visible(path):
-            return []
-        from agentls.engine.events import RecordingFrontend
-
-        host = await self.server.engine()
-        ws = self.server.new_workspace()
-        servers = await host.agent.code_intel(ws, RecordingFrontend())
-        if servers is None:
-            return []  # no language server covers the workspace (lsp.servers, lsp.detect)
-        own = self._model_path(uri)
-        blocks: list[str] = []
-        for column, name in _names(line_text)[:DEFINITION_NAMES]:
-            async with asyncio.timeout(DEFINITION_TIMEOUT_S):
-                answer = await servers.definition(ws, path, line + 1, column + 1)
-            for place in answer.places[:1]:
-                if place.path == own and abs(place.line - 1 - line) <= DEFINITION_NEAR_LINES:
-                    continue  # in the excerpt already
-                snippet = await asyncio.to_thread(_snippet, ws, place.path, place.line)
-                if snippet:
-                    blocks.append(f"{place.path}:{place.line} ({name}):\n{snippet}")
-        return blocks
-
-    def _outline(self, uri: str, text: str) -> list[str]:
-        cached = self._outlines.get(uri)
-        fresh = cached is not None and time.monotonic() - cached[0] < OUTLINE_MAX_AGE_S
-        if not fresh and uri not in self._outlining and len(text) <= MAX_OUTLINE_TEXT:
-            self._outlining.add(uri)
-            self.server.spawn(self._make_outline(uri, text))
-        return cached[1] if cached is not None else []
-
-    async def _make_outline(self, uri: str, text: str) -> None:
-        from agentls.engine.prompt.outline import outline_lines
-
-        try:
-            lines = await asyncio.to_thread(outline_lines, text.splitlines(), first_line=1)
-        finally:
-            self._outlining.discard(uri)
-        if uri in self.server.workspace.text_documents:
-            block = [f"{self._model_path(uri)} (outline):\n" + "\n".join(lines[:OUTLINE_LINES])]
-            self._outlines[uri] = (time.monotonic(), block if lines else [])
-
     # --- what the person did ------------------------------------------------------------------
 
     def record(self, suggestion_id: str | None, outcome: str) -> None:
@@ -351,29 +264,6 @@ def _position(text: str, offset: int, line: int, cursor: int, encoding: str) -> 
     line_start = text.rfind("\n", 0, offset) + 1
     piece = text[line_start:offset]
     return {"line": at_line, "character": units_of(piece, encoding)}
-
-
-def _names(line_text: str) -> list[tuple[int, str]]:
-    """The names on a line worth a definition (column, name): once each, no keywords."""
-    seen: set[str] = set()
-    out = []
-    for match in _NAME.finditer(line_text):
-        name = match.group()
-        if name in seen or keyword.iskeyword(name) or len(name) < 2:
-            continue
-        seen.add(name)
-        out.append((match.start(), name))
-    return out
-
-
-def _snippet(ws: Workspace, path: str, line: int) -> str:
-    """``DEFINITION_LINES`` lines from a definition's (1-based) line, read through the fence."""
-    try:
-        text = ws.read_text(ws.resolve(path))
-    except Exception:  # fenced, gone, unreadable: left out
-        return ""
-    lines = text.splitlines()[max(line - 1, 0):max(line - 1, 0) + DEFINITION_LINES]
-    return "\n".join(lines)
 
 
 def _copilot_client(options: Any) -> bool:

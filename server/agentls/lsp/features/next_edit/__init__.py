@@ -1,0 +1,1 @@
+"""AgentLS: next_edit."""
