@@ -184,3 +184,19 @@ async def test_what_a_server_started_ends_with_it_even_without_the_sandbox(
         await asyncio.sleep(0.1)
     else:
         raise AssertionError(f"the server's child {child} outlived it")
+
+
+async def test_two_workspaces_get_a_server_each(tmp_path: Path) -> None:
+    first, first_path = _workspace(tmp_path / "one")
+    second, second_path = _workspace(tmp_path / "two")
+    second.stage_write(second.resolve("a.txt"), "fine\n")
+    pool = _pool(fake_program(tmp_path), "ok")
+    try:
+        one = await pool.diagnostics(first, [first_path])
+        two = await pool.diagnostics(second, [second_path])
+        assert [p.message for p in one.files[0].problems] == ["bad word"]
+        assert two.files[0].problems == [] and two.files[0].servers == ["fake"]
+        assert len({s.pid for s in pool.servers()}) == 2
+        assert {s.roots for s in pool.servers()} == {tuple(first.roots), tuple(second.roots)}
+    finally:
+        await pool.aclose()
