@@ -20,14 +20,13 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as lsp
 
 from agentls.lsp.services import documents
+from agentls.lsp.services.as_you_type import AsYouType
 from agentls.lsp.services.protocol import COMPLETION_STATUS
 
 if TYPE_CHECKING:
-    from agentls.base.text_positions import LineStarts
     from agentls.engine.inline.completer import InlineCompleter, Status
     from agentls.engine.inline.related_files import OpenBuffer, RelatedFiles
     from agentls.lsp.services.server_context import ServerContext
-    from agentls.workspace.fence import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -41,27 +40,18 @@ class InlineCompletionFeature:
     def __init__(self, server: ServerContext) -> None:
         self.server = server
         self.completer: InlineCompleter | None = None
-        self._loading: asyncio.Future[InlineCompleter] | None = None
-        self._fence: Workspace | None = None
-        self._lines: dict[str, LineStarts] = {}
+        self.typing = AsYouType(server, self._load)
         self._units: dict[str, str] = {}
         self._related: RelatedFiles | None = None
 
     # --- settings and status ---------------------------------------------------------------------
-
-    async def ready(self) -> InlineCompleter:
-        if self.completer is not None:
-            return self.completer
-        if self._loading is None:
-            self._loading = asyncio.ensure_future(self._load())
-        return await asyncio.shield(self._loading)
 
     async def _load(self) -> InlineCompleter:
         await self.server.ready()
         module = await self.server.imported("agentls.engine.inline.completer")
         related = await self.server.imported("agentls.engine.inline.related_files")
         self._related = related.RelatedFiles(
-            roots=lambda: self.server.roots, visible=self._visible,
+            roots=lambda: self.server.roots, visible=self.typing.visible,
             open_text=self._open_text, search=self._search, spawn=self.server.spawn)
         completer: InlineCompleter = module.InlineCompleter(self._status)
         self.completer = completer
@@ -70,13 +60,8 @@ class InlineCompletionFeature:
 
     def on_settings(self) -> None:
         completer = self.completer
-        if self.server.resolved is None:
+        if not self.typing.new_settings(loaded=completer is not None) or completer is None:
             return
-        if completer is None:
-            if self._loading is None:  # the first settings: the clients learn the status now
-                self._loading = self.server.spawn(self._load())
-            return
-        self._fence = None
         old = completer.use_settings(self.server.settings)
         if old is not None:
             self.server.spawn(old.aclose())
@@ -87,7 +72,7 @@ class InlineCompletionFeature:
     # --- the request -----------------------------------------------------------------------------
 
     async def answer(self, params: lsp.InlineCompletionParams) -> lsp.InlineCompletionList:
-        completer = await self.ready()
+        completer = await self.typing.ready()
         if completer.client is None:
             return EMPTY
         uri = params.text_document.uri
@@ -97,18 +82,18 @@ class InlineCompletionFeature:
         if document.language_id in completer.config.disabled_languages:
             return EMPTY
         path = documents.path_of(uri)
-        if path is not None and not self._visible(path):
+        if path is not None and not self.typing.visible(path):
             return EMPTY
         text = document.source
         encoding = self.server.position_encoding
         position = params.position
-        offset = self._index(uri).offset(text, position.line,
+        offset = self.typing.index(uri).offset(text, position.line,
                                                          position.character, encoding)
         start = position
         selected = params.context.selected_completion_info
         prefix_text = ""
         if selected is not None:
-            index = self._index(uri)
+            index = self.typing.index(uri)
             begin = index.offset(text, selected.range.start.line, selected.range.start.character,
                                  encoding)
             end = index.offset(text, selected.range.end.line, selected.range.end.character,
@@ -118,7 +103,7 @@ class InlineCompletionFeature:
                 selected.text)
         assert self._related is not None  # made with the completer
         self._related.note_spot(uri, position.line)
-        if len(self._lines) > len(self.server.workspace.text_documents) + 8:
+        if len(self.typing.lines) > len(self.server.workspace.text_documents) + 8:
             self._prune()
         from agentls.engine.inline.completer import CompletionRequest
 
@@ -139,14 +124,6 @@ class InlineCompletionFeature:
         return lsp.InlineCompletionList(items=[lsp.InlineCompletionItem(
             insert_text=prefix_text + completion, range=lsp.Range(start=start, end=position))])
 
-    def _index(self, uri: str) -> LineStarts:
-        index = self._lines.get(uri)
-        if index is None:
-            from agentls.base.text_positions import LineStarts
-
-            index = self._lines[uri] = LineStarts()
-        return index
-
     def _unit(self, uri: str, text: str) -> str:
         from agentls.engine.inline.cursor_context import indent_unit
 
@@ -155,21 +132,11 @@ class InlineCompletionFeature:
             unit = self._units[uri] = indent_unit(text)
         return unit
 
-    def _visible(self, path: Path) -> bool:
-        if self._fence is None:
-            from agentls.workspace.fence import Workspace
-
-            roots = self.server.roots
-            if not roots:
-                return True  # no folder open: no fence to keep, only the editor's buffers
-            self._fence = Workspace(roots)
-        return self._fence.is_visible(path)
-
     def _prune(self) -> None:
         """Forget what belongs to documents the editor closed."""
         open_uris = self.server.workspace.text_documents.keys()
-        for uri in [u for u in self._lines if u not in open_uris]:
-            for table in (self._lines, self._units):
+        for uri in [u for u in self.typing.lines if u not in open_uris]:
+            for table in (self.typing.lines, self._units):
                 table.pop(uri, None)
             if self._related is not None:
                 self._related.forget(uri)
@@ -185,7 +152,7 @@ class InlineCompletionFeature:
         out = []
         for other_uri, doc in list(self.server.workspace.text_documents.items()):
             path = documents.path_of(other_uri)
-            if other_uri == uri or path is None or not self._visible(path):
+            if other_uri == uri or path is None or not self.typing.visible(path):
                 continue
             if len(doc.source) <= MAX_OTHER_BUFFER:
                 out.append(OpenBuffer(other_uri, path, doc.language_id or "", doc.source))

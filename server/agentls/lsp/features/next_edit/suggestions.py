@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 
 from agentls.lsp.features.next_edit.related_context import RelatedContext
 from agentls.lsp.services import documents, handlers
+from agentls.lsp.services.as_you_type import AsYouType
 from agentls.lsp.services.protocol import (
     CMD_NEXT_EDIT_ACCEPT,
     CMD_NEXT_EDIT_REJECT,
@@ -40,11 +40,9 @@ from agentls.lsp.services.protocol import (
 from agentls.lsp.services.protocol_params import inline_edit_id, parse_next_edit_params
 
 if TYPE_CHECKING:
-    from agentls.base.text_positions import LineStarts
     from agentls.engine.next_edit.predictor import NextEditPredictor, Status, Suggestion
     from agentls.engine.next_edit.recent_edits import EditHistory
     from agentls.lsp.services.server_context import ServerContext
-    from agentls.workspace.fence import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -56,19 +54,11 @@ class NextEditFeature:
         self.server = server
         self.predictor: NextEditPredictor | None = None
         self.history: EditHistory | None = None
-        self._loading: asyncio.Future[NextEditPredictor] | None = None
-        self._fence: Workspace | None = None
-        self._lines: dict[str, LineStarts] = {}
-        self.related = RelatedContext(server, self._index, self._visible, self._model_path)
+        self.typing = AsYouType(server, self._load)
+        self.related = RelatedContext(server, self.typing.index, self.typing.visible,
+                                      self._model_path)
 
     # --- settings and status ------------------------------------------------------------------
-
-    async def ready(self) -> NextEditPredictor:
-        if self.predictor is not None:
-            return self.predictor
-        if self._loading is None:
-            self._loading = asyncio.ensure_future(self._load())
-        return await asyncio.shield(self._loading)
 
     async def _load(self) -> NextEditPredictor:
         await self.server.ready()
@@ -80,18 +70,13 @@ class NextEditFeature:
 
     def on_settings(self) -> None:
         predictor = self.predictor
-        if self.server.resolved is None:
-            return
-        if predictor is None:
-            if self._loading is None:  # the first settings: the clients learn the status now
-                self._loading = self.server.spawn(self._load())
+        if not self.typing.new_settings(loaded=predictor is not None) or predictor is None:
             return
         from agentls.llm.fim import FimClient
         from agentls.settings import config
 
         settings = self.server.settings
         wanted = settings.next_edit
-        self._fence = None
         old = predictor.client
         if not wanted.active:
             predictor.configure(wanted, None, "")
@@ -115,7 +100,7 @@ class NextEditFeature:
     def on_document(self, params: Any) -> None:
         uri = params.text_document.uri
         if isinstance(params, lsp.DidCloseTextDocumentParams):
-            self._lines.pop(uri, None)
+            self.typing.lines.pop(uri, None)
             self.related.forget(uri)
             if self.history is not None:
                 self.history.closed(uri)
@@ -163,7 +148,7 @@ class NextEditFeature:
 
     async def answer(self, raw: Any, method: str) -> dict[str, Any]:
         uri, version, line, character = parse_next_edit_params(raw, method)
-        predictor = await self.ready()
+        predictor = await self.typing.ready()
         if predictor.client is None:
             return NO_EDITS
         document = self.server.workspace.text_documents.get(uri)
@@ -175,13 +160,13 @@ class NextEditFeature:
         if document.language_id in predictor.config.disabled_languages:
             return NO_EDITS
         path = documents.path_of(uri)
-        if path is not None and not self._visible(path):
+        if path is not None and not self.typing.visible(path):
             return NO_EDITS  # fenced: neither sent to the model nor edited
         text = document.source
         encoding = self.server.position_encoding
         if method == COPILOT_INLINE_EDIT and _copilot_client(self.server.initialization_options):
             encoding = "utf-16"  # what Copilot's clients send and apply, whatever was negotiated
-        index = self._index(uri)
+        index = self.typing.index(uri)
         cursor = index.offset(text, line, character, encoding)
         from agentls.engine.next_edit.predictor import NextEditRequest
 
@@ -214,24 +199,6 @@ class NextEditFeature:
             "command": {"title": "Accept next edit", "command": CMD_NEXT_EDIT_ACCEPT,
                         "arguments": [suggestion.id]},
         }
-
-    def _index(self, uri: str) -> LineStarts:
-        index = self._lines.get(uri)
-        if index is None:
-            from agentls.base.text_positions import LineStarts
-
-            index = self._lines[uri] = LineStarts()
-        return index
-
-    def _visible(self, path: Path) -> bool:
-        if self._fence is None:
-            from agentls.workspace.fence import Workspace
-
-            roots = self.server.roots
-            if not roots:
-                return True  # no folder open: no fence to keep, only the editor's buffers
-            self._fence = Workspace(roots)
-        return self._fence.is_visible(path)
 
     def _model_path(self, uri: str) -> str:
         path = documents.path_of(uri)
