@@ -19,10 +19,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from agentls.engine.inline.cursor_context import Window, chat_prompt, fit_files, window
 from agentls.engine.inline.post import StopRule, clean
+from agentls.engine.model_slots import Slot, Status, StatusTeller, fim_client_for
 from agentls.llm.backend import BackendError
 from agentls.llm.fim import FimClient, FimMode, FimRequest, SuffixRefused
 from agentls.llm.fim_templates import ContextFile, FimTemplate, TemplateError, template_for
@@ -30,7 +30,6 @@ from agentls.settings.models import CompletionConfig, Settings
 
 log = logging.getLogger(__name__)
 
-Status = Literal["idle", "waiting", "off", "error"]
 LRU_SIZE = 256
 WAITING_AFTER_S = 0.15  # a model slower than this shows "waiting"
 TYPED_CONTEXT = 64  # characters before the suggestion that must be unchanged to type through
@@ -59,9 +58,7 @@ class _Shown:
 
 
 @dataclass
-class _Slot:
-    generation: int = 0
-    task: asyncio.Task[str] | None = None
+class _Slot(Slot[str]):
     shown: _Shown | None = None
 
 
@@ -77,18 +74,16 @@ class Counters:
     sent_at: list[float] = field(default_factory=list)  # perf_counter when each request left
 
 
-class InlineCompleter:
+class InlineCompleter(StatusTeller):
     def __init__(self, on_status: Callable[[Status, str], None] | None = None) -> None:
+        super().__init__(on_status)
         self.config = CompletionConfig()
         self.client: FimClient | None = None
         self.model = ""
         self.mode: FimMode = "suffix"
         self.template: FimTemplate | None = None
-        self.status: Status = "off"
-        self._announced = False  # the first status is always sent
         self.problem = ""
         self.counters = Counters()
-        self._on_status = on_status
         self._slots: dict[str, _Slot] = {}
         self._lru: OrderedDict[str, str] = OrderedDict()
 
@@ -98,18 +93,12 @@ class InlineCompleter:
         """Follow ``settings.completion``: the backend it names (else the active one), a FIM
         client for that server and the model to ask. Returns the client used until now,
         for the caller to close (its requests may still be finishing)."""
-        from agentls.settings.config import api_key
-
         old, wanted = self.client, settings.completion
-        if not wanted.active:
-            self.configure(wanted, None, "")
-            return old
-        name = wanted.backend or settings.backend
-        backend = settings.backends[name]
-        model = wanted.model or backend.model
-        self.configure(wanted, FimClient(name, backend.base_url, api_key(backend),
-                                         wanted.timeout_s), model)
-        log.info("inline completion: model %s at %s (%s)", model, backend.base_url, wanted.fim)
+        client, model = fim_client_for(settings, wanted)
+        self.configure(wanted, client, model)
+        if client is not None:
+            log.info("inline completion: model %s at %s (%s)", model, client.base_url,
+                     wanted.fim)
         return old
 
     def configure(self, config: CompletionConfig, client: FimClient | None, model: str) -> None:
@@ -134,13 +123,6 @@ class InlineCompleter:
         else:
             self._set_status("idle", "")
 
-    def _set_status(self, status: Status, message: str) -> None:
-        if status == self.status and self._announced:
-            return
-        self.status, self._announced = status, True
-        if self._on_status is not None:
-            self._on_status(status, message)
-
     # --- one request -----------------------------------------------------------------------------
 
     def cancel(self, uri: str) -> None:
@@ -156,11 +138,8 @@ class InlineCompleter:
     async def complete(self, request: CompletionRequest) -> str:
         """The completion to show at the cursor ("" for none)."""
         slot = self._slots.setdefault(request.uri, _Slot())
-        slot.generation += 1
-        generation = slot.generation
-        previous = slot.task
-        if previous is not None and not previous.done():
-            previous.cancel()  # cancel first: its stream closes now
+        generation, previous, superseded = slot.supersede()
+        if superseded:
             self.counters.superseded += 1
         if self.client is None or self.problem:
             return ""
@@ -178,27 +157,12 @@ class InlineCompleter:
             self.counters.lru_hits += 1
             self._remember(slot, request, hit)
             return hit
-        if request.automatic and self.config.debounce_ms:
-            await asyncio.sleep(self.config.debounce_ms / 1000)
-            if slot.generation != generation:
-                return ""  # a newer keystroke took over: no model call
-        if previous is not None and not previous.done():
-            await asyncio.wait([previous], timeout=1.0)  # one request in flight per document
-            if slot.generation != generation:
-                return ""
-        task = asyncio.create_task(self._ask(request, win, files))
-        slot.task = task
-        try:
-            text = await task
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                task.cancel()
-                raise
+        pause_s = self.config.debounce_ms / 1000 if request.automatic else 0
+        if not await slot.settle(generation, previous, pause_s):
+            return ""  # a newer keystroke took over: no model call
+        answered, text = await slot.run(self._ask(request, win, files))
+        if not answered or text is None:
             return ""  # superseded by a newer keystroke
-        finally:
-            if slot.task is task and task.done():
-                slot.task = None
         if text:
             self._lru[key] = text
             if len(self._lru) > LRU_SIZE:
@@ -291,10 +255,6 @@ class InlineCompleter:
             waiting.cancel()
         self._set_status("idle", "")
         return text
-
-    def _waiting(self) -> None:
-        if self.status != "error":  # a server that is down shows one status, not a flicker
-            self._set_status("waiting", "")
 
     async def _stream(self, request: CompletionRequest, win: Window,
                       files: Sequence[ContextFile]) -> str:

@@ -21,8 +21,9 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
+from agentls.engine.model_slots import Slot, Status, StatusTeller, fim_client_for
 from agentls.engine.next_edit.hunks import Hunk, hunks
 from agentls.engine.next_edit.prompt_formats import (
     REGION_END,
@@ -41,9 +42,11 @@ from agentls.llm.backend import BackendError
 from agentls.llm.fim import FimClient, FimRequest
 from agentls.settings.models import NextEditConfig
 
+if TYPE_CHECKING:
+    from agentls.settings.models import Settings
+
 log = logging.getLogger(__name__)
 
-Status = Literal["idle", "waiting", "off", "error"]
 Outcome = Literal["shown", "accepted", "rejected", "ignored"]
 WAITING_AFTER_S = 1.0  # a rewrite takes a while: "waiting" only for a slow model, not every request
 IDLE_AFTER_S = 0.01
@@ -84,9 +87,7 @@ class _Prediction:
 
 
 @dataclass
-class _Slot:
-    generation: int = 0
-    task: asyncio.Task[str | None] | None = None
+class _Slot(Slot[str | None]):
     prediction: _Prediction | None = None
 
 
@@ -111,23 +112,33 @@ class Counters:
     answered_at: list[float] = field(default_factory=list)  # when the model's stream ended
 
 
-class NextEditPredictor:
+class NextEditPredictor(StatusTeller):
     def __init__(self, on_status: Callable[[Status, str], None] | None = None) -> None:
+        super().__init__(on_status)
         self.config = NextEditConfig()
         self.client: FimClient | None = None
         self.model = ""
         self.format = "chat"
-        self.status: Status = "off"
-        self._announced = False
         self.counters = Counters()
         self.outcomes: deque[Record] = deque(maxlen=OUTCOMES_KEPT)
         self._slots: dict[str, _Slot] = {}
         self._shown: dict[str, Suggestion] = {}  # by id: offered, outcome not known yet
         self._ids = itertools.count(1)
         self._closing: set[asyncio.Future[None]] = set()  # model streams being closed
-        self._on_status = on_status
 
     # --- settings and status ----------------------------------------------------------------
+
+    def use_settings(self, settings: Settings) -> FimClient | None:
+        """Follow ``settings.next_edit``: the backend it names (else the active one), a FIM
+        client for that server and the model to ask. Returns the client used until now, for
+        the caller to close (its requests may still be finishing)."""
+        old, wanted = self.client, settings.next_edit
+        client, model = fim_client_for(settings, wanted)
+        self.configure(wanted, client, model)
+        if client is not None:
+            log.info("next edit: model %s at %s (%s prompt)", model, client.base_url,
+                     self.format)
+        return old
 
     def configure(self, config: NextEditConfig, client: FimClient | None, model: str) -> None:
         self.config, self.client, self.model = config, client, model
@@ -137,13 +148,6 @@ class NextEditPredictor:
         for slot in self._slots.values():
             slot.prediction = None
         self._set_status("off" if client is None else "idle", "")
-
-    def _set_status(self, status: Status, message: str) -> None:
-        if status == self.status and self._announced:
-            return
-        self.status, self._announced = status, True
-        if self._on_status is not None:
-            self._on_status(status, message)
 
     # --- what the person did ----------------------------------------------------------------
 
@@ -202,11 +206,8 @@ class NextEditPredictor:
                       current_version: Callable[[], int | None]) -> Suggestion | None:
         """The suggestion to show for ``request`` (None: none, or dropped as stale)."""
         slot = self._slots.setdefault(request.uri, _Slot())
-        slot.generation += 1
-        generation = slot.generation
-        previous = slot.task
-        if previous is not None and not previous.done():
-            previous.cancel()
+        generation, previous, superseded = slot.supersede()
+        if superseded:
             self.counters.superseded += 1
         self._settle_shown(request.uri, request.text)
         if self.client is None:
@@ -215,35 +216,17 @@ class NextEditPredictor:
         if kept is not None:
             self.counters.from_prediction += 1
             return kept
-        if self.config.debounce_ms:
-            await asyncio.sleep(self.config.debounce_ms / 1000)
-            if slot.generation != generation:
-                return None
-        if previous is not None and not previous.done():
-            await asyncio.wait([previous], timeout=1.0)  # one request in flight per document
-            if slot.generation != generation:
-                return None
+        if not await slot.settle(generation, previous, self.config.debounce_ms / 1000):
+            return None  # a newer request took over: no model call
         if current_version() != request.version:
             self.counters.stale += 1
             return None
         cut = excerpt(request.text, request.cursor, self.config.region_tokens,
                       self.config.context_tokens)
         prompt = self._prompt(request, cut)
-        task = asyncio.create_task(self._ask(prompt))
-        slot.task = task
-        try:
-            answer = await task
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                task.cancel()
-                raise
-            return None  # closed by a keystroke or a newer request
-        finally:
-            if slot.task is task and task.done():
-                slot.task = None
+        _, answer = await slot.run(self._ask(prompt))
         if answer is None:
-            return None
+            return None  # closed by a keystroke or a newer request, or no answer
         if current_version() != request.version or slot.generation != generation:
             self.counters.stale += 1
             return None
@@ -337,10 +320,6 @@ class NextEditPredictor:
         if self.status != "idle":  # told after the answer has gone: it is what the person waits for
             loop.call_later(IDLE_AFTER_S, self._set_status, "idle", "")
         return answer
-
-    def _waiting(self) -> None:
-        if self.status != "error":
-            self._set_status("waiting", "")
 
     async def _stream(self, prompt: Prompt) -> str:
         assert self.client is not None

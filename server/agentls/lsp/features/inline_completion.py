@@ -24,8 +24,9 @@ from agentls.lsp.services.as_you_type import AsYouType
 from agentls.lsp.services.protocol import COMPLETION_STATUS
 
 if TYPE_CHECKING:
-    from agentls.engine.inline.completer import InlineCompleter, Status
+    from agentls.engine.inline.completer import InlineCompleter
     from agentls.engine.inline.related_files import OpenBuffer, RelatedFiles
+    from agentls.engine.model_slots import Status
     from agentls.lsp.services.server_context import ServerContext
 
 log = logging.getLogger(__name__)

@@ -40,7 +40,8 @@ from agentls.lsp.services.protocol import (
 from agentls.lsp.services.protocol_params import inline_edit_id, parse_next_edit_params
 
 if TYPE_CHECKING:
-    from agentls.engine.next_edit.predictor import NextEditPredictor, Status, Suggestion
+    from agentls.engine.model_slots import Status
+    from agentls.engine.next_edit.predictor import NextEditPredictor, Suggestion
     from agentls.engine.next_edit.recent_edits import EditHistory
     from agentls.lsp.services.server_context import ServerContext
 
@@ -72,23 +73,7 @@ class NextEditFeature:
         predictor = self.predictor
         if not self.typing.new_settings(loaded=predictor is not None) or predictor is None:
             return
-        from agentls.llm.fim import FimClient
-        from agentls.settings import config
-
-        settings = self.server.settings
-        wanted = settings.next_edit
-        old = predictor.client
-        if not wanted.active:
-            predictor.configure(wanted, None, "")
-        else:
-            name = wanted.backend or settings.backend
-            backend = settings.backends[name]
-            model = wanted.model or backend.model
-            client = FimClient(name, backend.base_url, config.api_key(backend),
-                               wanted.timeout_s)
-            predictor.configure(wanted, client, model)
-            log.info("next edit: model %s at %s (%s prompt)", model, backend.base_url,
-                     predictor.format)
+        old = predictor.use_settings(self.server.settings)
         if old is not None:
             self.server.spawn(old.aclose())
 
