@@ -3,6 +3,7 @@
 -- there (not tested here: the tests run 0.11); before it, this module draws the ghost text
 -- itself with extmarks and maps the accept / accept word / accept line / dismiss keys.
 local config = require("agentls.config")
+local suggestions = require("agentls.suggestions")
 
 local M = {}
 
@@ -36,28 +37,15 @@ function M.shown()
 end
 
 function M.on_status(params)
-  local previous = state.status
-  state.status = params.status or "idle"
-  state.message = params.message or ""
-  if state.status == "error" and previous ~= "error" and state.message ~= "" then
-    require("agentls").notify("AgentLS completion: " .. state.message, vim.log.levels.WARN)
-  end
+  suggestions.on_status(state, params, "completion")
 end
 
 function M.clear()
-  local shown = state.shown
-  state.shown = nil
-  if shown and vim.api.nvim_buf_is_valid(shown.bufnr) then
-    vim.api.nvim_buf_clear_namespace(shown.bufnr, ns, 0, -1)
-  end
+  suggestions.clear(state, ns)
 end
 
 local function cancel_pending()
-  local pending = state.pending
-  state.pending = nil
-  if pending and pending.id then
-    pcall(require("agentls").cancel_request, pending.client, pending.id)
-  end
+  suggestions.cancel_pending(state)
 end
 
 local function cursor()

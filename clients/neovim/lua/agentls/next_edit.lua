@@ -7,6 +7,7 @@
 -- (the edit's command) and asks for the next. The dismiss key tells the server it was turned
 -- down.
 local config = require("agentls.config")
+local suggestions = require("agentls.suggestions")
 
 local M = {}
 
@@ -36,31 +37,18 @@ function M.status()
 end
 
 function M.on_status(params)
-  local previous = state.status
-  state.status = params.status or "idle"
-  state.message = params.message or ""
-  if state.status == "error" and previous ~= "error" and state.message ~= "" then
-    require("agentls").notify("AgentLS next edit: " .. state.message, vim.log.levels.WARN)
-  end
+  suggestions.on_status(state, params, "next edit")
 end
 
 function M.clear()
-  local shown = state.shown
-  state.shown = nil
-  if shown and vim.api.nvim_buf_is_valid(shown.bufnr) then
-    vim.api.nvim_buf_clear_namespace(shown.bufnr, ns, 0, -1)
-  end
+  suggestions.clear(state, ns)
 end
 
 local function cancel_pending()
   if state.timer then
     state.timer:stop()
   end
-  local pending = state.pending
-  state.pending = nil
-  if pending and pending.id then
-    pcall(require("agentls").cancel_request, pending.client, pending.id)
-  end
+  suggestions.cancel_pending(state)
 end
 
 local function command(client, cmd)
