@@ -84,13 +84,19 @@ async def _review(ls: ServerContext, change: FileChange) -> FileReview:
         return FileReview(change, "kept")
     if now == base:
         return FileReview(change, "rejected")
-    found = tuple(hunks(base, proposed))
-    kept = kept_hunks(base, proposed, now)
+    found, kept = await asyncio.to_thread(_hunks_kept, base, proposed, now)
     if kept is None:
         return FileReview(change, "edited", found)
     state: State = ("kept" if all(k is True for k in kept)
                     else "rejected" if all(k is False for k in kept) else "partial")
     return FileReview(change, state, found, tuple(kept))
+
+
+def _hunks_kept(base: str, proposed: str,
+                now: str) -> tuple[tuple[Hunk, ...], list[bool | None] | None]:
+    """The hunks of base -> proposed and which of them ``now`` holds: work the size of the
+    file (seconds for 20,000 lines with 2,000 hunks), so off the event loop."""
+    return tuple(hunks(base, proposed)), kept_hunks(base, proposed, now)
 
 
 async def read_reviews(ls: ServerContext, changes: Sequence[FileChange],
