@@ -45,8 +45,8 @@ credentials in the environment (AWS_*, GOOGLE_APPLICATION_CREDENTIALS) are not p
 either; file-based ones (``~/.aws``, ``~/.codex``, ``~/.claude``) still work.
 
 Processes run in their own process group, so a timeout or Ctrl-C stops the CLI and
-everything it started (llm/agent_cli/process.py). This module is a little over 400 lines: the
-three adapters share one run loop and the per-tool documentation notes above.
+everything it started (llm/agent_cli/process.py). It stays one module: the three adapters
+share one run loop and the per-tool documentation notes above.
 """
 
 from __future__ import annotations
