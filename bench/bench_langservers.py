@@ -37,8 +37,8 @@ from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
 
 from agentls.langservers.known import Basedpyright
-from agentls.langservers.pool import LangServers
-from agentls.langservers.server import CLIENT_CAPABILITIES, memory_kb
+from agentls.langservers.running_server import CLIENT_CAPABILITIES, memory_kb
+from agentls.langservers.servers import LangServers
 from agentls.sandbox.bwrap import probe
 from agentls.settings.models import LangServerConfig, LspConfig
 from agentls.settings.sandbox import SandboxSettings

@@ -178,3 +178,49 @@ def test_agentls_run_imports_the_mcp_client_only_with_an_mcp_server() -> None:
     printed = printed_after_run_imports(
         "sorted(m for m in sys.modules if m.startswith(('agentls.tools.mcp', 'mcp')))")
     assert printed == "[]"
+
+
+def test_agentls_run_asks_the_model_before_loading_the_language_server_client(
+        tmp_path: Path) -> None:
+    # With lsp.detect on (the default) and basedpyright beside AgentLS (the dev extra), a
+    # Python project is covered and the code-intel tools are offered; deciding that (root
+    # markers, a PATH lookup: langservers/servers.py) loads none of the LSP client.
+    # lsprotocol, pygls and the running servers wait for the first question or the check.
+    # The modules are taken when the process connects to the model (an audit hook).
+    from urllib.parse import urlsplit
+
+    from tests.cli.headless_helpers import make_project, scripted_env
+
+    from agentls.devtools.replay.command import ReplayServer
+
+    project = make_project(tmp_path / "project")
+    (project / "pyproject.toml").write_text("[project]\nname = 'calc'\n")
+    out = tmp_path / "modules.json"
+    with ReplayServer({"steps": [{"times": "*", "reply": {"text": "Nothing to do."}}]}) as model:
+        port = urlsplit(model.base_url).port
+        code = (
+            "import json, sys\n"
+            "def hook(event, args):\n"
+            "    if event == 'socket.connect' and isinstance(args[1], tuple) and \\\n"
+            f"            args[1][1] == {port} and not hook.done:\n"
+            "        hook.done = True\n"
+            "        prefixes = ('lsprotocol', 'pygls', 'agentls.langservers.')\n"
+            f"        with open({str(out)!r}, 'w') as f:\n"
+            "            json.dump(sorted(m for m in sys.modules if m.startswith(prefixes)), f)\n"
+            "hook.done = False\n"
+            "sys.addaudithook(hook)\n"
+            f"sys.argv = ['agentls', 'run', '-', '--cwd', {str(project)!r}, '--quiet']\n"
+            "from agentls.cli.main import main\n"
+            "main()\n")
+        done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True,
+                              text=True, env=scripted_env(model), input="Look at calc.",
+                              check=False, timeout=60, start_new_session=True)
+        assert done.returncode == 0, done.stderr
+        offered = {t["function"]["name"] for t in model.requests[0].body.get("tools", [])}
+    loaded = json.loads(out.read_text())
+    assert "agentls.langservers.specs" in loaded  # it did decide which servers cover it
+    assert not [m for m in loaded if m.startswith(("lsprotocol", "pygls"))
+                or m.removeprefix("agentls.langservers.") in ("client", "running_server",
+                                                              "fleet")], loaded
+    if (Path(sys.executable).parent / "basedpyright-langserver").exists():
+        assert "diagnostics" in offered

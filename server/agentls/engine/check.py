@@ -22,8 +22,8 @@ from agentls.tools.code_intel import changed_files, problem_line, summary_words
 from agentls.workspace.fence import Workspace
 
 if TYPE_CHECKING:
-    from agentls.langservers.pool import LangServers
     from agentls.langservers.results import Problem
+    from agentls.langservers.servers import LangServers
 
 log = logging.getLogger(__name__)
 

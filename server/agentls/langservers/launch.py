@@ -4,8 +4,8 @@ As for a sandboxed MCP server (``tools/mcp/launch.py``): bwrap with no network, 
 environment without the backend key, homes hidden, ``/`` read-only, and each workspace root
 as a read-only overlay whose lower layer hides what the fence's deny list hides. The server's
 root is the real workspace, read-only; the agent's pending text reaches it as open documents
-(``server.py``). ``--die-with-parent`` ends it with AgentLS. No sandbox here: it does not start
-unless ``sandbox.mode = off`` (then it runs directly, still without the key or the
+(``running_server.py``). ``--die-with-parent`` ends it with AgentLS. No sandbox here: it does
+not start unless ``sandbox.mode = off`` (then it runs directly, still without the key or the
 environment).
 """
 

@@ -1,5 +1,5 @@
 """What a tool call may use (``ToolContext``, one per run) and the shape of a tool's runner;
-apart from ``registry`` so the built-in tools' code (``builtin``) can name them without
+apart from ``servers`` so the built-in tools' code (``builtin``) can name them without
 importing the registry that imports it on a tool's first call."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from agentls.workspace.fence import Workspace
 
 if TYPE_CHECKING:  # the index is opened (and its modules imported) by its first search
     from agentls.index.service import WorkspaceSearch
-    from agentls.langservers.pool import LangServers
+    from agentls.langservers.servers import LangServers
 
 
 @dataclass

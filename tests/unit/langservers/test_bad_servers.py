@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentls.langservers.pool import LangServers
+from agentls.langservers.servers import LangServers
 from agentls.settings.models import LangServerConfig, LspConfig
 from agentls.settings.sandbox import SandboxSettings
 from agentls.workspace.fence import Workspace

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from tests.unit.langservers.conftest import basedpyright
 
-from agentls.langservers.pool import LangServers
+from agentls.langservers.servers import LangServers
 from agentls.sandbox.bwrap import probe
 from agentls.settings.models import LangServerConfig, LspConfig
 from agentls.settings.sandbox import SandboxSettings

@@ -74,7 +74,7 @@ from agentls.tools.registry import prepare_schemas
 from agentls.workspace.fence import Workspace
 
 if TYPE_CHECKING:  # the hub (and the MCP client) is imported by the first run that needs it
-    from agentls.langservers.pool import LangServers
+    from agentls.langservers.servers import LangServers
     from agentls.tools.mcp.hub import McpHub
 
 log = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ class Agent:
         if not lsp.detect and not lsp.servers:
             return None
         if self._langservers is None:
-            from agentls.langservers.pool import LangServers
+            from agentls.langservers.servers import LangServers
 
             self._langservers = LangServers(lsp, self.settings.sandbox,
                                             secret_env=secret_env(self.settings))

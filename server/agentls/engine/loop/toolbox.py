@@ -23,7 +23,7 @@ from agentls.tools.shell.sandboxed import ShellSandbox
 
 if TYPE_CHECKING:
     from agentls.index.from_settings import IndexHub
-    from agentls.langservers.pool import LangServers
+    from agentls.langservers.servers import LangServers
     from agentls.settings.config import Settings
     from agentls.tools.mcp.hub import McpHub
     from agentls.workspace.fence import Workspace

@@ -1,5 +1,6 @@
-"""The engine's language servers: one per server and workspace, started on first use,
-stopped when idle and at exit; what the tools and the check ask, in plain data.
+"""The running language servers of one engine (``servers.LangServers`` makes this on the
+first question): one per server and workspace, started on first use, stopped when idle and
+at exit; what the tools and the check ask, in plain data.
 
 Before each question the server is told the pending text of the files it serves that the
 run changed (and of the files it has open), read through the workspace as the agent reads
@@ -16,20 +17,20 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 
 from agentls.langservers import positions
-from agentls.langservers import specs as spec_module
 from agentls.langservers.client import ServerClient
 from agentls.langservers.launch import server_launch
 from agentls.langservers.results import SEVERITY, Answer, FileProblems, Place, Problem
-from agentls.langservers.server import LangServer, ServerFailed
+from agentls.langservers.running_server import LangServer, ServerFailed
 from agentls.langservers.specs import ServerSpec
-from agentls.sandbox.bwrap import SandboxSettings
-from agentls.settings.models import LspConfig
 from agentls.workspace.fence import FenceError, Workspace
+
+if TYPE_CHECKING:
+    from agentls.langservers.servers import LangServers
 
 log = logging.getLogger(__name__)
 
@@ -38,44 +39,15 @@ BASELINES_KEPT = 256
 SYMBOL_KINDS = {k.value: k.name.lower() for k in lsp.SymbolKind}
 
 
-class LangServers:
-    """One engine's language servers, keyed by server name and workspace roots."""
+class Fleet:
+    """The servers started for ``owner`` (its settings and its choice of servers), keyed by
+    server name and workspace roots."""
 
-    def __init__(self, config: LspConfig, sandbox: SandboxSettings, *,
-                 secret_env: str | None, environ: Mapping[str, str] | None = None) -> None:
-        self.config = config
-        self.sandbox = sandbox
-        self.secret_env = secret_env
-        self.environ = environ
+    def __init__(self, owner: LangServers) -> None:
+        self.owner = owner
         self._servers: dict[tuple[str, tuple[Path, ...]], LangServer] = {}
-        self._specs: dict[tuple[Path, ...], tuple[list[ServerSpec], list[str]]] = {}
         self._baselines: dict[tuple[str, str, str], list[Problem]] = {}
         self._reaper: asyncio.Task[None] | None = None
-
-    def configure(self, config: LspConfig, sandbox: SandboxSettings, secret_env: str | None
-                  ) -> None:
-        """New settings: servers whose spec changed are stopped on their next use."""
-        if (config, sandbox, secret_env) != (self.config, self.sandbox, self.secret_env):
-            self.config, self.sandbox, self.secret_env = config, sandbox, secret_env
-            self._specs.clear()
-
-    # -- which servers -------------------------------------------------------------------
-
-    def specs(self, ws: Workspace) -> list[ServerSpec]:
-        return self._resolved(ws)[0]
-
-    def notes(self, ws: Workspace) -> list[str]:
-        return self._resolved(ws)[1]
-
-    def _resolved(self, ws: Workspace) -> tuple[list[ServerSpec], list[str]]:
-        key = tuple(ws.roots)
-        if key not in self._specs:
-            self._specs[key] = spec_module.resolve(self.config, ws.roots, self.environ)
-        return self._specs[key]
-
-    def covers(self, ws: Workspace) -> bool:
-        """Whether any server applies to this workspace (the tools are offered then)."""
-        return bool(self.specs(ws))
 
     def server(self, spec: ServerSpec, ws: Workspace) -> LangServer:
         key = (spec.name, tuple(ws.roots))
@@ -87,10 +59,11 @@ class LangServers:
         if current is None:
             roots = tuple(ws.roots)
             deny = ws.deny
+            owner = self.owner
 
             def launcher() -> Any:
-                return server_launch(spec, self.sandbox, Workspace(roots, deny=deny),
-                                     secret_env=self.secret_env, environ=self.environ)
+                return server_launch(spec, owner.sandbox, Workspace(roots, deny=deny),
+                                     secret_env=owner.secret_env, environ=owner.environ)
 
             current = self._servers[key] = LangServer(spec, roots, launcher)
             self._start_reaper()
@@ -255,7 +228,7 @@ class LangServers:
             except FenceError as exc:
                 answer.failures[spec.name] = exc.message
 
-        specs = self.specs(ws)
+        specs = self.owner.specs(ws)
         if sequential:
             for spec in specs:
                 await guarded(spec)
@@ -351,14 +324,14 @@ class LangServers:
 
     async def _reap(self) -> None:
         while self._servers:
-            await asyncio.sleep(min(IDLE_CHECK_S, self.config.idle_stop_s))
+            await asyncio.sleep(min(IDLE_CHECK_S, self.owner.config.idle_stop_s))
             await self.stop_idle()
 
     async def stop_idle(self) -> None:
         now = time.monotonic()
         for server in list(self._servers.values()):
             if server.running and not server.lock.locked() and \
-                    now - server.last_used >= self.config.idle_stop_s:
+                    now - server.last_used >= self.owner.config.idle_stop_s:
                 log.info("language server %s idle for %.0f s: stopped", server.spec.name,
                          now - server.last_used)
                 await server.stop()
