@@ -3,7 +3,7 @@ a run sends its first request before the tools' code (and their pydantic models)
 
 Run ``python -m agentls.devtools.tool_schema_table`` after changing a built-in tool's
 parameters; a test (tests/unit/tools/test_tool_schemas.py) fails while the table is stale,
-and a stale table is never used (``servers`` checks the sources' hash and falls back to the
+and a stale table is never used (``registry`` checks the sources' hash and falls back to the
 models).
 """
 

@@ -1,6 +1,6 @@
 """The built-in tools' code: their parameter models and runners, imported on the first call.
 
-The request only needs the tools' names, descriptions and schemas: ``servers`` carries them
+The request only needs the tools' names, descriptions and schemas: ``registry`` carries them
 as data (``tool_schemas.py``, generated from the models here and in ``files``), so a run sends
 its first request before this module, the file tools, search, shell and git are imported.
 """

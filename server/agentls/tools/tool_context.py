@@ -1,5 +1,5 @@
 """What a tool call may use (``ToolContext``, one per run) and the shape of a tool's runner;
-apart from ``servers`` so the built-in tools' code (``builtin``) can name them without
+apart from ``registry`` so the built-in tools' code (``builtin``) can name them without
 importing the registry that imports it on a tool's first call."""
 
 from __future__ import annotations
