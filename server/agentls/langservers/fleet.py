@@ -21,10 +21,18 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 
-from agentls.langservers import positions
+from agentls.base.text_positions import code_points, units_of
 from agentls.langservers.client import ServerClient
 from agentls.langservers.launch import server_launch
-from agentls.langservers.results import SEVERITY, Answer, FileProblems, Place, Problem
+from agentls.langservers.results import (
+    SEVERITY,
+    Answer,
+    FileProblems,
+    Place,
+    Problem,
+    mark_new,
+    with_new,
+)
 from agentls.langservers.running_server import LangServer, ServerFailed
 from agentls.langservers.specs import ServerSpec
 from agentls.workspace.fence import FenceError, Workspace
@@ -103,9 +111,9 @@ class Fleet:
                 base = bases.get(path)
                 if compare and base is not None:
                     before = await self._baseline(ws, server, path, base, texts, timeout)
-                    problems = positions.mark_new(problems, before)
+                    problems = mark_new(problems, before)
                 elif compare:  # a new file: everything in it is new
-                    problems = [positions.with_new(p) for p in problems]
+                    problems = [with_new(p) for p in problems]
                 by_path[path].problems += problems
                 by_path[path].servers.append(spec.name)
 
@@ -136,7 +144,7 @@ class Fleet:
                 return
             server = self.server(spec, ws)
             texts = await self._texts(ws, server, [path])
-            position = positions.at(texts.get(path) or "", line, column)
+            position = position_at(texts.get(path) or "", line, column)
 
             async def ask(client: ServerClient) -> Any:
                 if not _offers(server, "hover_provider"):
@@ -148,7 +156,7 @@ class Fleet:
             found = await server.exchange(texts, ask, "hover")
             answer.servers.append(spec.name)
             if found is not None and not answer.text:
-                answer.text = positions.hover_text(found.contents)
+                answer.text = hover_text(found.contents)
 
         await self._each(ws, one, answer, sequential=True)
         return answer
@@ -194,7 +202,7 @@ class Fleet:
                 return
             server = self.server(spec, ws)
             texts = await self._texts(ws, server, [path])
-            position = positions.at(texts.get(path) or "", line, column)
+            position = position_at(texts.get(path) or "", line, column)
 
             async def ask(client: ServerClient) -> Any:
                 if not _offers(server, capability):
@@ -294,7 +302,7 @@ class Fleet:
             row = d.range.start.line
             line_text = lines[row] if row < len(lines) else ""
             out.append(Problem(
-                display, row + 1, positions.column(line_text, d.range.start.character) + 1,
+                display, row + 1, column_of(line_text, d.range.start.character) + 1,
                 SEVERITY.get(int(d.severity or 1), "error"), d.message.strip(),
                 d.source or source, "" if d.code is None else str(d.code), line_text))
         return out
@@ -313,7 +321,7 @@ class Fleet:
         lines = text.splitlines()
         line_text = lines[row] if row < len(lines) else ""
         return Place(ws.display_path(path), row + 1,
-                     positions.column(line_text, location.range.start.character) + 1, line_text)
+                     column_of(line_text, location.range.start.character) + 1, line_text)
 
     # -- life --------------------------------------------------------------------------
 
@@ -373,3 +381,28 @@ def _read_all(ws: Workspace, paths: Sequence[Path]) -> dict[Path, str | None]:
 def _offers(server: LangServer, capability: str) -> bool:
     caps = server.capabilities
     return caps is not None and getattr(caps, capability, None) not in (None, False)
+
+
+def position_at(text: str, line: int, column: int) -> lsp.Position:
+    """1-based line and character column -> LSP's 0-based line and UTF-16 character."""
+    lines = text.splitlines()
+    row = max(line - 1, 0)
+    line_text = lines[row] if row < len(lines) else ""
+    return lsp.Position(line=row, character=units_of(line_text[:max(column - 1, 0)], "utf-16"))
+
+
+def column_of(line_text: str, utf16: int) -> int:
+    """LSP's UTF-16 character -> the 0-based index of the character in the line."""
+    return code_points(line_text, utf16, "utf-16")
+
+
+def hover_text(contents: Any) -> str:
+    if isinstance(contents, lsp.MarkupContent):
+        return contents.value
+    if isinstance(contents, str):
+        return contents
+    if isinstance(contents, lsp.MarkedStringWithLanguage):
+        return contents.value
+    if isinstance(contents, list):
+        return "\n".join(hover_text(c) for c in contents)
+    return ""

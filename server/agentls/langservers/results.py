@@ -1,7 +1,9 @@
-"""What the servers answered, as plain data the tools and the check read (no lsprotocol)."""
+"""What the servers answered, as plain data the tools and the check read (no lsprotocol),
+and which problems are new since the turn began."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 SEVERITY = {1: "error", 2: "warning", 3: "info", 4: "hint"}
@@ -55,3 +57,23 @@ class Answer:
     text: str = ""  # a hover's text
     failures: dict[str, str] = field(default_factory=dict)
     servers: list[str] = field(default_factory=list)
+
+
+def with_new(problem: Problem) -> Problem:
+    return Problem(**{**problem.__dict__, "new": True})
+
+
+def mark_new(now: Sequence[Problem], before: Sequence[Problem]) -> list[Problem]:
+    """``now`` with each problem that is not among ``before`` (by message, severity, code
+    and line text, each counted) marked new."""
+    left: dict[tuple[str, str, str, str], int] = {}
+    for problem in before:
+        left[problem.key()] = left.get(problem.key(), 0) + 1
+    out = []
+    for problem in now:
+        if left.get(problem.key(), 0) > 0:
+            left[problem.key()] -= 1
+            out.append(problem)
+        else:
+            out.append(with_new(problem))
+    return out
