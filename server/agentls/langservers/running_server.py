@@ -21,8 +21,8 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 
 from agentls.langservers.client import ServerClient
-from agentls.langservers.launch import Launch, LaunchError
 from agentls.langservers.specs import ServerSpec, language_of
+from agentls.sandbox.launched_server import Launch, LaunchError
 
 log = logging.getLogger(__name__)
 

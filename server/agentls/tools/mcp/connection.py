@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO, cast
 
 from agentls.policy.redaction import add_secrets, redact
+from agentls.sandbox.launched_server import Launch, LaunchError
 from agentls.settings.mcp import McpServerConfig
-from agentls.tools.mcp.launch import Launch, LaunchError
 
 log = logging.getLogger(__name__)
 
