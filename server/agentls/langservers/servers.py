@@ -13,15 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentls.langservers import specs as spec_module
-from agentls.langservers.specs import ServerSpec
-from agentls.sandbox.bwrap import SandboxSettings
-from agentls.settings.models import LspConfig
-from agentls.workspace.fence import Workspace
 
 if TYPE_CHECKING:
     from agentls.langservers.fleet import Fleet
     from agentls.langservers.results import Answer
     from agentls.langservers.running_server import LangServer
+    from agentls.langservers.specs import ServerSpec
+    from agentls.settings.models import LspConfig
+    from agentls.settings.sandbox import SandboxSettings
+    from agentls.workspace.fence import Workspace
 
 
 class LangServers:
