@@ -40,9 +40,6 @@ def test_the_map_names_no_module_that_is_gone() -> None:
 # The same file name in two packages is the same role per front door (lsp, acp, cli, the
 # scripted model's server): its frontend, its wire, its main, its request handlers.
 SAME_ROLE = {"frontend.py", "wire.py", "main.py", "handlers.py"}
-# Issue 37: langservers/ has these beside lsp/server.py, llm/pool.py and tools/mcp/launch.py;
-# they are renamed with issue 39's work there. Take a name off when it is unique again.
-NOT_YET_RENAMED = {"launch.py"}
 
 
 def test_no_two_modules_share_a_file_name_for_different_things() -> None:
@@ -52,6 +49,6 @@ def test_no_two_modules_share_a_file_name_for_different_things() -> None:
         if name != "__init__.py":
             seen.setdefault(name, []).append(module)
     shared = {name: paths for name, paths in seen.items()
-              if len(paths) > 1 and name not in SAME_ROLE | NOT_YET_RENAMED}
+              if len(paths) > 1 and name not in SAME_ROLE}
     assert shared == {}, ("one name, different things: name each module for what it is "
                           f"(or say it is the same role per front door): {shared}")

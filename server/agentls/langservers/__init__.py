@@ -4,7 +4,7 @@ Each server runs headless inside the command sandbox (no network, no key, the wo
 read-only), is told the agent's pending text through ``didOpen`` / ``didChange``, and answers
 diagnostics, definitions, references, symbols and hovers for the model's tools
 (``agentls.tools.code_intel``) and the loop's check of its own work. ``known`` (one small class
-per known server), ``specs`` (settings and detection -> what to start), ``launch`` (the
+per known server), ``specs`` (settings and detection -> what to start), ``server_launch`` (the
 sandboxed command line), ``client`` (pygls's language client and what the server sends),
 ``running_server`` (one server's life: start, documents, requests, restart, stop),
 ``servers`` (which servers cover a workspace, for the engine; no LSP client imported),

@@ -23,7 +23,6 @@ from lsprotocol import types as lsp
 
 from agentls.base.text_positions import code_points, units_of
 from agentls.langservers.client import ServerClient
-from agentls.langservers.launch import server_launch
 from agentls.langservers.results import (
     SEVERITY,
     Answer,
@@ -34,6 +33,7 @@ from agentls.langservers.results import (
     with_new,
 )
 from agentls.langservers.running_server import LangServer, ServerFailed
+from agentls.langservers.server_launch import server_launch
 from agentls.langservers.specs import ServerSpec
 from agentls.workspace.fence import FenceError, Workspace
 
