@@ -142,18 +142,10 @@ class Fleet:
         async def one(spec: ServerSpec) -> None:
             if not spec.serves(path) or answer.text:
                 return
-            server = self.server(spec, ws)
-            texts = await self._texts(ws, server, [path])
-            position = position_at(texts.get(path) or "", line, column)
-
-            async def ask(client: ServerClient) -> Any:
-                if not _offers(server, "hover_provider"):
-                    return None
-                return await client.text_document_hover_async(lsp.HoverParams(
-                    text_document=lsp.TextDocumentIdentifier(uri=path.as_uri()),
-                    position=position))
-
-            found = await server.exchange(texts, ask, "hover")
+            found = await self._ask_at(
+                spec, ws, path, line, column, "hover_provider", "hover",
+                lambda c, p: c.text_document_hover_async(
+                    lsp.HoverParams(text_document=p[0], position=p[1])))
             answer.servers.append(spec.name)
             if found is not None and not answer.text:
                 answer.text = hover_text(found.contents)
@@ -200,17 +192,8 @@ class Fleet:
         async def one(spec: ServerSpec) -> None:
             if not spec.serves(path) or answer.places:
                 return
-            server = self.server(spec, ws)
-            texts = await self._texts(ws, server, [path])
-            position = position_at(texts.get(path) or "", line, column)
-
-            async def ask(client: ServerClient) -> Any:
-                if not _offers(server, capability):
-                    return None
-                return await request(client, (lsp.TextDocumentIdentifier(uri=path.as_uri()),
-                                              position))
-
-            found = await server.exchange(texts, ask, f"textDocument/{what}")
+            found = await self._ask_at(spec, ws, path, line, column, capability,
+                                       f"textDocument/{what}", request)
             if found is None:
                 return
             answer.servers.append(spec.name)
@@ -224,6 +207,24 @@ class Fleet:
 
         await self._each(ws, one, answer, sequential=True)
         return answer
+
+    async def _ask_at(self, spec: ServerSpec, ws: Workspace, path: Path, line: int,
+                      column: int, capability: str, what: str,
+                      request: Callable[[ServerClient, tuple[Any, Any]], Awaitable[Any]]
+                      ) -> Any:
+        """One server's answer about a place in ``path`` (the model's 1-based line and
+        column), over the pending text; None when it does not offer ``capability``."""
+        server = self.server(spec, ws)
+        texts = await self._texts(ws, server, [path])
+        position = position_at(texts.get(path) or "", line, column)
+
+        async def ask(client: ServerClient) -> Any:
+            if not _offers(server, capability):
+                return None
+            return await request(client, (lsp.TextDocumentIdentifier(uri=path.as_uri()),
+                                          position))
+
+        return await server.exchange(texts, ask, what)
 
     async def _each(self, ws: Workspace, one: Callable[[ServerSpec], Awaitable[None]],
                     answer: Answer, *, sequential: bool = False) -> None:
