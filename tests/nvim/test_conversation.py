@@ -138,7 +138,7 @@ def test_checkhealth_checks_the_backend_set_in_setup(editor: Editor) -> None:
 
 def test_checkhealth_prints_the_failing_row_and_its_fix(editor: Editor, project: Path) -> None:
     editor.open("src/calc.py")
-    editor.lua("local o = require('agentls.settings.config').options"
+    editor.lua("local o = require('agentls.config').options"
                " o.settings.backends.scripted.base_url = 'http://127.0.0.1:9/v1'")
     report = health(editor)
     assert "ERROR backend scripted (openai, model scripted-model, http://127.0.0.1:9/v1): " \

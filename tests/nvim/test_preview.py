@@ -15,7 +15,7 @@ from tests.nvim.conftest import Editor
 
 @pytest.fixture(autouse=True)
 def float_review(editor: Editor) -> None:
-    editor.lua("require('agentls.settings.config').options.review = 'float'")
+    editor.lua("require('agentls.config').options.review = 'float'")
 
 CALC = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"

@@ -385,7 +385,7 @@ def test_the_review_as_a_terminal_shows_it(tmp_path: Path, project: Path, model:
     with terminal_nvim(tmp_path, project, model, monkeypatch, "src/math.txt",
                        size=(100, 30)) as (nvim, editor, capture):
         # Notifications on: the review's messages are one line each (no hit-enter prompt).
-        assert editor.lua("return require('agentls.settings.config').options.notify") is True
+        assert editor.lua("return require('agentls.config').options.notify") is True
         editor.lua("vim.o.signcolumn = 'yes'")
         nvim.command("AgentChat rename lines 2 and 18")
         wait_review(editor)
@@ -559,7 +559,7 @@ def test_a_forty_file_review_ends_without_a_hit_enter_prompt(
 
     with terminal_nvim(tmp_path, project, model, monkeypatch, "src/file01.txt") as (
             nvim, editor, capture):
-        assert editor.lua("return require('agentls.settings.config').options.notify") is True
+        assert editor.lua("return require('agentls.config').options.notify") is True
         editor.lua(FORTY, str(project), count)
         state = wait_review(editor)
         assert len(state["files"]) == count
@@ -683,7 +683,7 @@ def test_files_deleted_on_disk_or_not_applied_end_in_one_message(
 
     with terminal_nvim(tmp_path, project, model, monkeypatch, "src/blocker.txt") as (
             nvim, editor, capture):
-        assert editor.lua("return require('agentls.settings.config').options.notify") is True
+        assert editor.lua("return require('agentls.config').options.notify") is True
 
         # Thirty files deleted on disk while their review is open, then all accepted.
         editor.lua(GONE, str(project), gone, 0, "gone files")

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-PLUGIN = Path(__file__).resolve().parents[2] / "clients" / "neovim"
+REPO = Path(__file__).resolve().parents[2]
+PLUGIN = REPO / "clients" / "neovim"
 REQUIRE = re.compile(r"""require\(\s*["'](agentls(?:\.[\w.]+)?)["']\s*\)""")
 
 
@@ -18,9 +19,11 @@ def test_every_require_of_the_plugin_names_a_module_it_has() -> None:
     missing = []
     files = [*PLUGIN.glob("lua/**/*.lua"), *PLUGIN.glob("plugin/**/*.lua")]
     assert files
+    # the Lua the Neovim tests and the review bench send through pynvim counts too
+    files += [*(REPO / "tests" / "nvim").glob("*.py"), REPO / "bench" / "bench_nvim_review.py"]
     for file in files:
         for match in REQUIRE.finditer(file.read_text(encoding="utf-8")):
             module = PLUGIN / "lua" / Path(*match.group(1).split("."))
             if not (module.with_suffix(".lua").is_file() or (module / "init.lua").is_file()):
-                missing.append(f"{file.relative_to(PLUGIN)}: require('{match.group(1)}')")
+                missing.append(f"{file.relative_to(REPO)}: require('{match.group(1)}')")
     assert not missing, "modules the plugin does not have:\n" + "\n".join(missing)
