@@ -5,11 +5,11 @@ cancelled run stops everything it started. Processes it leaves in the background
 stopped when it finishes. The permission check happens before this is called.
 
 A ``kill -9`` of AgentLS leaves nothing running (issue 38): on Linux the command starts under
-a small ``sh`` that gets SIGUSR2 the moment AgentLS dies (``PR_SET_PDEATHSIG``, set in the
-child before exec, then checked against a parent already gone) and answers it by killing its
-whole process group. That group holds bwrap and the sandbox's pid-1 bwrap (started here,
-bwrap runs without ``--new-session``: ``Launch.local_argv``), so the pid namespace ends and
-with it everything inside. bwrap's own ``--die-with-parent`` is not enough
+a small ``sh`` that gets SIGUSR2 the moment AgentLS dies (``PR_SET_PDEATHSIG``, set by
+``setpriv`` before it execs the shell, then checked against a parent already gone) and answers
+it by killing its whole process group. That group holds bwrap and the sandbox's pid-1 bwrap
+(started here, bwrap runs without ``--new-session``: ``Launch.local_argv``), so the pid
+namespace ends and with it everything inside. bwrap's own ``--die-with-parent`` is not enough
 alone: the sandbox's pid 1 sets it a few milliseconds after it starts, and a parent killed in
 that window left the sandbox running.
 """
@@ -137,42 +137,21 @@ async def shell_exec(
 
 _Spawned = tuple[asyncio.subprocess.Process, "_PipeReader", "_PipeReader"]
 
-_PR_SET_PDEATHSIG = 1
+# The supervisor. setpriv sets PR_SET_PDEATHSIG (SIGUSR2) and execs sh, which gives up if
+# AgentLS died before that (its parent is no longer AgentLS), and on SIGUSR2 kills its process
+# group, itself included. No preexec_fn: the child is spawned without a fork of AgentLS's
+# whole memory (Python forks for a preexec_fn; ~30 ms in an engine-sized process).
+_SUPERVISE = 'trap "kill -KILL 0" USR2; [ "$PPID" = "$1" ] || exit 137; shift; "$@" & wait $!'
 
 
-def _prctl() -> Callable[..., int] | None:
-    """libc's prctl, looked up in the parent (never after fork)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-# The supervisor: on SIGUSR2 (AgentLS died) it kills its process group, itself included.
-_SUPERVISE = 'trap "kill -KILL 0" USR2; "$@" & wait $!'
-
-
-def _supervised(launch: Launch) -> tuple[list[str], Callable[[], None] | None]:
-    """The argv and child hook that end the command with AgentLS (the module's docstring)."""
+def _supervised(launch: Launch) -> list[str]:
+    """The argv that ends the command with AgentLS (the module's docstring)."""
     argv = launch.local_argv or launch.argv
-    prctl = _prctl()
-    if prctl is None or not os.path.exists("/bin/sh"):
-        return argv, launch.preexec
-    parent = os.getpid()
-    preexec = launch.preexec
-
-    def setup() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGUSR2)
-        if os.getppid() != parent:  # AgentLS died between the fork and the prctl
-            os._exit(137)
-        if preexec is not None:
-            preexec()
-
-    return ["/bin/sh", "-c", _SUPERVISE, "agentls-command", *argv], setup
+    setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+    if setpriv is None or not os.path.exists("/bin/sh"):
+        return argv
+    return [setpriv, "--pdeathsig", "USR2", "--", "/bin/sh", "-c", _SUPERVISE, "agentls-command",
+            str(os.getpid()), *argv]
 
 
 async def _spawn(launch: Launch, output_limit: int) -> _Spawned | str:
@@ -181,7 +160,7 @@ async def _spawn(launch: Launch, output_limit: int) -> _Spawned | str:
     holding them, and a detached background process may hold them forever."""
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
-    argv, setup = _supervised(launch)
+    argv = _supervised(launch)
     try:
         process = await asyncio.create_subprocess_exec(
             *argv,
@@ -191,7 +170,7 @@ async def _spawn(launch: Launch, output_limit: int) -> _Spawned | str:
             stdout=out_write,
             stderr=err_write,
             start_new_session=True,
-            preexec_fn=setup,
+            preexec_fn=launch.preexec,
         )
     except OSError as exc:
         os.close(out_read)
@@ -299,13 +278,16 @@ def _kill_group(pgid: int, sig: int) -> bool:
 
 
 async def _stop_group(pgid: int) -> None:
-    """SIGTERM the whole group, then SIGKILL whatever is still there after a short grace."""
-    if not _kill_group(pgid, signal.SIGTERM):
+    """SIGTERM the whole group, then SIGKILL whatever is still there after a short grace.
+    A group already ended (a command that left nothing behind) costs no wait at all."""
+    if not _group_has_live_process(pgid) or not _kill_group(pgid, signal.SIGTERM):
         return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + _GRACE_SECONDS
+    pause = 0.002  # most groups are gone at once: look again soon, then every 20 ms
     while loop.time() < deadline:
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(pause)
+        pause = 0.02
         if not _group_has_live_process(pgid):
             return
     _kill_group(pgid, signal.SIGKILL)
