@@ -150,17 +150,29 @@ def start_editor(tmp_path: Path, project: Path, settings: dict[str, Any],
     return Editor(nvim, project)
 
 
-@pytest.fixture
-def editor(tmp_path: Path, project: Path, model: ReplayServer,
-           monkeypatch: pytest.MonkeyPatch) -> Iterator[Editor]:
+def isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, project: Path) -> None:
+    """The editor's XDG folders under tmp_path, no key in the environment, the project as the
+    working folder."""
     for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         monkeypatch.setenv(name, str(tmp_path / name.lower()))
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.chdir(project)
-    ed = start_editor(tmp_path, project, options_for(model))
+
+
+@contextlib.contextmanager
+def running(ed: Editor) -> Iterator[Editor]:
+    """The editor for a test, quit and closed after it."""
     try:
         yield ed
     finally:
         with contextlib.suppress(Exception):  # nvim exits while answering: the pipe closes
             ed.nvim.command("qa!")
         ed.nvim.close()
+
+
+@pytest.fixture
+def editor(tmp_path: Path, project: Path, model: ReplayServer,
+           monkeypatch: pytest.MonkeyPatch) -> Iterator[Editor]:
+    isolate(monkeypatch, tmp_path, project)
+    with running(start_editor(tmp_path, project, options_for(model))) as ed:
+        yield ed

@@ -5,7 +5,6 @@ and cursor move, the toggle."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import pytest
 
 from agentls.devtools.replay.command import ReplayServer
 from tests.lsp.conftest import options_for
-from tests.nvim.conftest import Editor, start_editor
+from tests.nvim.conftest import Editor, isolate, running, start_editor
 
 STEPS: list[dict[str, Any]] = [
     {"match": {"prompt": "/    re$/"}, "times": "*", "reply": {"text": "turn a + b"}},
@@ -39,21 +38,13 @@ return out
 @pytest.fixture
 def ed(tmp_path: Path, project: Path, model: ReplayServer,
        monkeypatch: pytest.MonkeyPatch) -> Iterator[Editor]:
-    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-        monkeypatch.setenv(name, str(tmp_path / name.lower()))
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.chdir(project)
+    isolate(monkeypatch, tmp_path, project)
     model.load({"steps": STEPS})
     settings = options_for(model)
     settings["completion"] = {"model": "scripted-model", "debounce_ms": 0}
     (project / "src" / "sum.py").write_text("def add(a, b):\n")
-    editor = start_editor(tmp_path, project, settings)
-    try:
+    with running(start_editor(tmp_path, project, settings)) as editor:
         yield editor
-    finally:
-        with contextlib.suppress(Exception):
-            editor.nvim.command("qa!")
-        editor.nvim.close()
 
 
 def completion_requests(model: ReplayServer) -> int:

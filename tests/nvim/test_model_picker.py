@@ -20,7 +20,7 @@ import pytest
 
 from agentls.devtools.replay.command import ReplayServer
 from tests.lsp.conftest import options_for
-from tests.nvim.conftest import Editor, start_editor
+from tests.nvim.conftest import Editor, isolate, start_editor
 
 # The stub in conftest picks by label; this one also keeps every list it was shown.
 RECORD_LABELS = """
@@ -49,10 +49,7 @@ def silent_backend() -> Iterator[str]:
 @pytest.fixture
 def editor(tmp_path: Path, project: Path, model: ReplayServer,
            monkeypatch: pytest.MonkeyPatch) -> Iterator[Editor]:
-    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-        monkeypatch.setenv(name, str(tmp_path / name.lower()))
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.chdir(project)
+    isolate(monkeypatch, tmp_path, project)
     with silent_backend() as silent:
         settings: dict[str, Any] = options_for(model)
         settings["backends"]["silent"] = {"base_url": silent, "model": "silent-model",

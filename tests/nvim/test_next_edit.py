@@ -5,7 +5,6 @@ a jump to it when it is off screen, accepted (applied, the next one shown), dism
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 
 from agentls.devtools.replay.command import ReplayServer
 from tests.lsp.conftest import options_for
-from tests.nvim.conftest import Editor, start_editor
+from tests.nvim.conftest import Editor, isolate, running, start_editor
 
 SOURCE = ("def scale(values, count):\n"
           "    out = []\n"
@@ -37,26 +36,18 @@ return out
 @pytest.fixture
 def ed(tmp_path: Path, project: Path, model: ReplayServer,
        monkeypatch: pytest.MonkeyPatch) -> Iterator[Editor]:
-    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-        monkeypatch.setenv(name, str(tmp_path / name.lower()))
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.chdir(project)
+    isolate(monkeypatch, tmp_path, project)
     model.load({"steps": [{"times": "*", "reply": {"rewrite": [["count", "total"]]}}]})
     settings = options_for(model)
     settings["next_edit"] = {"model": "scripted-model", "format": "zeta", "debounce_ms": 0}
     (project / "src" / "scale.py").write_text(SOURCE)
     far = SOURCE.replace("    return out, count\n", "\n" * 60 + "    return out, count\n")
     (project / "src" / "far.py").write_text(far)
-    editor = start_editor(tmp_path, project, settings)
-    editor.lua("local c = require('agentls.config').options;"
-               " c.next_edit = { enabled = true, debounce_ms = 10 };"
-               " require('agentls.next_edit').setup()")
-    try:
+    with running(start_editor(tmp_path, project, settings)) as editor:
+        editor.lua("local c = require('agentls.config').options;"
+                   " c.next_edit = { enabled = true, debounce_ms = 10 };"
+                   " require('agentls.next_edit').setup()")
         yield editor
-    finally:
-        with contextlib.suppress(Exception):
-            editor.nvim.command("qa!")
-        editor.nvim.close()
 
 
 def completions(model: ReplayServer) -> int:

@@ -18,7 +18,7 @@ import pytest
 
 from agentls.devtools.replay.command import ReplayServer
 from tests.lsp.conftest import options_for
-from tests.nvim.conftest import Editor, start_editor
+from tests.nvim.conftest import Editor, isolate, start_editor
 
 ATTACHED = ("local c = vim.lsp.get_clients({name='agentls', bufnr=...})[1]"
             " return c ~= nil and c.initialized")
@@ -36,10 +36,7 @@ def pids(tmp_path: Path) -> Path:
 def watched(tmp_path: Path, project: Path, model: ReplayServer, pids: Path,
             monkeypatch: pytest.MonkeyPatch) -> Iterator[Editor]:
     """An editor whose server command writes each server's pid to ``pids`` first."""
-    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-        monkeypatch.setenv(name, str(tmp_path / name.lower()))
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.chdir(project)
+    isolate(monkeypatch, tmp_path, project)
     cmd = ["sh", "-c", f'echo $$ >> "{pids}"; exec "$@"', "sh",
            sys.executable, "-P", "-m", "agentls", "serve"]
     ed = start_editor(tmp_path, project, options_for(model), cmd=cmd)
