@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types as lsp
 
@@ -34,11 +34,8 @@ from agentls.langservers.results import (
 )
 from agentls.langservers.running_server import LangServer, ServerFailed
 from agentls.langservers.server_launch import server_launch
-from agentls.langservers.specs import ServerSpec
+from agentls.langservers.specs import FleetOwner, ServerSpec
 from agentls.workspace.fence import FenceError, Workspace
-
-if TYPE_CHECKING:
-    from agentls.langservers.servers import LangServers
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +48,7 @@ class Fleet:
     """The servers started for ``owner`` (its settings and its choice of servers), keyed by
     server name and workspace roots."""
 
-    def __init__(self, owner: LangServers) -> None:
+    def __init__(self, owner: FleetOwner) -> None:
         self.owner = owner
         self._servers: dict[tuple[str, tuple[Path, ...]], LangServer] = {}
         self._baselines: dict[tuple[str, str, str], list[Problem]] = {}

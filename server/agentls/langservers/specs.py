@@ -15,10 +15,14 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentls.langservers.known import KNOWN, LANGUAGE_OF_SUFFIX, KnownServer
 from agentls.settings.models import LangServerConfig, LspConfig
+
+if TYPE_CHECKING:
+    from agentls.settings.sandbox import SandboxSettings
+    from agentls.workspace.fence import Workspace
 
 
 @dataclass(frozen=True)
@@ -139,3 +143,15 @@ def resolve(config: LspConfig, roots: Sequence[Path], environ: Mapping[str, str]
             if found is not None:
                 specs[name] = _from_known(known, found, True)
     return [s for s in specs.values() if s.applies_to(roots)], notes
+
+
+class FleetOwner(Protocol):
+    """What the fleet reads of its owner (``servers.LangServers``), named here so that
+    ``fleet.py`` need not import the module that loads it."""
+
+    config: LspConfig
+    sandbox: SandboxSettings
+    secret_env: str | None
+    environ: Mapping[str, str] | None
+
+    def specs(self, ws: Workspace) -> list[ServerSpec]: ...
