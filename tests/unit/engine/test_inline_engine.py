@@ -108,7 +108,7 @@ async def test_a_newer_keystroke_closes_the_older_stream(model: ReplayServer) ->
     assert await first == ""
     (closed,) = model.closed_streams
     assert closed.events_sent < closed.events_total
-    assert closed.time - second_started < 0.5  # at once, not after the 8 s stream
+    assert closed.time - second_started < 2.0  # at once, not after the 8 s stream (a loaded CI)
     assert model.most_in_flight() == 1
     await engine.aclose()
 
