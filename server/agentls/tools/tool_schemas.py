@@ -6,7 +6,7 @@ The built-in tools' JSON Schemas as sent to the model, so the first request need
 
 from typing import Any
 
-SOURCE_HASH = 'ffdb26a29c871f73a15604afeb7c68a22c532407c3f209553d6a492622b838c6'
+SOURCE_HASH = 'cf1d2c456487fb8dd9efed137ac59a6fc68b5718db80d945fa14ee086774117a'
 
 SCHEMAS: dict[str, dict[str, Any]] = {'list_files': {'properties': {'path': {'default': '.',
                                         'description': 'Folder to list.',
