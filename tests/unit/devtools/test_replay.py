@@ -613,6 +613,9 @@ def test_python_dash_m_serves_until_interrupted() -> None:
         [sys.executable, "-m", "agentls.devtools.replay.command", "--script", str(DEMO_SCRIPT),
          "--port", "0"],
         stderr=subprocess.PIPE, text=True,
+        # a suite started in the background by a shell inherits SIGINT ignored, and so would
+        # the server: Ctrl-C is what this test sends, so the child gets it back
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert process.stderr is not None
