@@ -135,19 +135,32 @@ async function chatFromPalette(prompt) {
 
 const readCalc = (ws) => fs.readFileSync(path.join(ws, "calc.py"), "utf8");
 
-/** Ghost text from the scripted FIM model while typing in a Python file; Tab accepts it and
- * the saved file holds it; the status bar toggle turns completions off. */
-async function completionAsYouType(ws) {
+/** Opens `name` through quick open and waits until the editor shows `marker`; the editor and
+ * a reader of its text (non-breaking spaces as spaces). */
+async function openInEditor(name, marker) {
   await page.keyboard.press("Escape");
   await page.keyboard.press("F1");
-  await answerInputBoxLoose("stats.py");
+  await answerInputBoxLoose(name);
   const editor = page.locator(".part.editor .monaco-editor").first();
   const editorText = async () =>
     (await editor.locator(".view-lines").innerText()).replace(/\u00a0/g, " ");
-  await until("stats.py open in the editor", async () => (await editorText()).includes("def mean"));
-  const item = page.locator(".statusbar-item", { hasText: "Completions" }).first();
-  await until("the Completions status bar item to say on", async () =>
+  await until(`${name} open in the editor`, async () => (await editorText()).includes(marker));
+  return { editor, editorText };
+}
+
+/** The status bar item labelled `label`, once it says on (its sparkle icon). */
+async function statusItemOn(label) {
+  const item = page.locator(".statusbar-item", { hasText: label }).first();
+  await until(`the ${label} status bar item to say on`, async () =>
     (await item.locator(".codicon-sparkle").count()) > 0);
+  return item;
+}
+
+/** Ghost text from the scripted FIM model while typing in a Python file; Tab accepts it and
+ * the saved file holds it; the status bar toggle turns completions off. */
+async function completionAsYouType(ws) {
+  const { editor, editorText } = await openInEditor("stats.py", "def mean");
+  const item = await statusItemOn("Completions");
   await editor.locator(".view-line").first().click();
   await page.keyboard.press("Control+End");
   await page.keyboard.type("    return sum(", { delay: 40 });
@@ -202,16 +215,8 @@ async function nextEditDrawn() {
 /** After renaming a parameter, the next use is suggested where it goes (struck out, the new
  * name after it); Tab accepts it and the next one is drawn; Escape dismisses that one. */
 async function nextEditSuggestion({ ws }) {
-  await page.keyboard.press("Escape");
-  await page.keyboard.press("F1");
-  await answerInputBoxLoose("scale.py");
-  const editor = page.locator(".part.editor .monaco-editor").first();
-  const editorText = async () =>
-    (await editor.locator(".view-lines").innerText()).replace(/\u00a0/g, " ");
-  await until("scale.py open in the editor", async () => (await editorText()).includes("def scale"));
-  const item = page.locator(".statusbar-item", { hasText: "Next edit" }).first();
-  await until("the Next edit status bar item to say on", async () =>
-    (await item.locator(".codicon-sparkle").count()) > 0);
+  const { editor, editorText } = await openInEditor("scale.py", "def scale");
+  const item = await statusItemOn("Next edit");
   await editor.locator(".view-line").first().click();
   await page.keyboard.press("Control+Home");
   await page.keyboard.press("End");
