@@ -216,7 +216,7 @@ async function nextEditDrawn() {
  * name after it); Tab accepts it and the next one is drawn; Escape dismisses that one. */
 async function nextEditSuggestion({ ws }) {
   const { editor, editorText } = await openInEditor("scale.py", "def scale");
-  const item = await statusItemOn("Next edit");
+  await statusItemOn("Next edit");
   await editor.locator(".view-line").first().click();
   await page.keyboard.press("Control+Home");
   await page.keyboard.press("End");
