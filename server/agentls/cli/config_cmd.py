@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentls.base.import_gc import imports_without_gc
 from agentls.cli import exitcodes
 from agentls.settings import config_files
 
@@ -111,12 +112,16 @@ def _reading(workspace: Path, key: str | None) -> Reading:
     else loaded and validated in full, with the full check's error messages."""
     from agentls.settings import view as config_view
 
-    view = config_view.read(workspace)
+    # Reading imports pydantic and builds the settings models (when a layer gives a value):
+    # start-up objects, left to the collector only once they are all made (base/import_gc).
+    with imports_without_gc():
+        view = config_view.read(workspace)
     if view is not None and (key is None or config_view.is_known_key(key)):
         return view
     from agentls.settings import config
 
-    loaded = config.load(workspace)
+    with imports_without_gc():
+        loaded = config.load(workspace)
     if key is not None:
         config.key_info(key)  # an unknown key: the error names the nearest valid one
     return config_view.SettingsView(loaded.settings.model_dump(mode="json"), loaded.layers,
