@@ -172,6 +172,15 @@ def test_agentls_run_imports_the_tools_code_only_when_a_tool_is_called() -> None
     assert printed == "[]"
 
 
+def test_agentls_run_builds_the_code_intel_tools_models_only_when_one_is_called() -> None:
+    # engine/check.py imports tools/code_intel.py for its summary helpers; the parameter
+    # models of diagnostics, definition, references ... are built on their first call.
+    printed = printed_after_run_imports(
+        "[m.__pydantic_complete__ for m in (sys.modules['agentls.tools.code_intel']"
+        ".DiagnosticsParams, sys.modules['agentls.tools.code_intel'].PositionParams)]")
+    assert printed == "[False, False]"
+
+
 def test_agentls_run_imports_the_mcp_client_only_with_an_mcp_server() -> None:
     # With no MCP server configured (nor brought by the session) the hub, its connections
     # and the sandboxed launch are never needed: the engine makes the hub on first use.

@@ -32,7 +32,9 @@ HOVER_CHARS = 2_000
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Built on a tool's first call: the run imports this module (engine/check.py) before its
+    # first request, when none of these tools has been called.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class DiagnosticsParams(_Params):

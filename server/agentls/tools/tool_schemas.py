@@ -6,7 +6,7 @@ The built-in tools' JSON Schemas as sent to the model, so the first request need
 
 from typing import Any
 
-SOURCE_HASH = 'cf1d2c456487fb8dd9efed137ac59a6fc68b5718db80d945fa14ee086774117a'
+SOURCE_HASH = 'adba2277f394a593c516e461196f8c781c1e6a0d1e059aaca7dd39fdf687ef0f'
 
 SCHEMAS: dict[str, dict[str, Any]] = {'list_files': {'properties': {'path': {'default': '.',
                                         'description': 'Folder to list.',
