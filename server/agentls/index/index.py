@@ -23,7 +23,7 @@ from agentls.index.chunker import chunk_file
 from agentls.index.embedding import (
     Embedder,
     EmbeddingError,
-    embedding_input,
+    embed_chunks,
     quantize,
 )
 from agentls.index.journal import ChangeJournal
@@ -54,12 +54,12 @@ class UpdateStats:
 
 @dataclass
 class Touched:
-    """What a write changed: chunk texts added (text hash → what the embedder sees, kept
-    only for a targeted update, which embeds from it), text hashes dropped, chunk ids
-    removed."""
+    """What a write changed: chunk texts added (text hash → the chunk's path, symbol and
+    text, kept only for a targeted update, which embeds from it), text hashes dropped, chunk
+    ids removed."""
 
     keep_texts: bool = False
-    added: dict[str, str] = field(default_factory=dict)
+    added: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     dropped: set[str] = field(default_factory=set)
     removed_ids: set[int] = field(default_factory=set)
 
@@ -309,8 +309,8 @@ class SemanticIndex:
             conn.execute("INSERT INTO chunks_fts(rowid, words, symbol, path) VALUES (?,?,?,?)",
                          (cur.lastrowid, index_text(chunk.text), index_text(chunk.symbol),
                           path_words))
-            written.added.setdefault(digest, embedding_input(
-                display, chunk.symbol, chunk.text) if written.keep_texts else "")
+            written.added.setdefault(digest, (display, chunk.symbol, chunk.text)
+                                     if written.keep_texts else ("", "", ""))
             stats.chunks_added += 1
 
     def _remove(self, gone: list[str], known: dict[str, tuple[int, str, int, int]],
@@ -339,11 +339,11 @@ class SemanticIndex:
         a targeted update added and dropped) only those texts are looked at, so an edit
         costs its own chunks, not a scan of the index."""
         stats = stats or UpdateStats()
-        missing: list[tuple[str, str]] = []
+        missing: list[tuple[str, tuple[str, str, str]]] = []
         if self.embedder is not None:  # keywords only: no scan of every chunk for nothing
             with self.lock:
                 if touched is None:
-                    missing = [(h, embedding_input(p, sym, t)) for h, p, sym, t in
+                    missing = [(h, (p, sym, t)) for h, p, sym, t in
                                self.conn.execute(
                         "SELECT c.hash, f.path, c.symbol, c.text FROM chunks c "
                         "JOIN files f ON f.id = c.file_id WHERE c.id IN (SELECT min(c.id) "
@@ -359,7 +359,7 @@ class SemanticIndex:
                     break
                 part = missing[start:start + EMBED_BATCH]
                 try:
-                    vectors = self.embedder.embed([text for _, text in part])
+                    vectors = embed_chunks(self.embedder, [chunk for _, chunk in part])
                 except EmbeddingError as exc:
                     stats.warnings.append(f"embedding stopped ({exc}); search uses BM25 for "
                                           "the chunks without vectors")

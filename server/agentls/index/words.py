@@ -29,12 +29,22 @@ _QUESTION = frozenset({
 })
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def split_identifier(identifier: str) -> list[str]:
     """The lower-cased parts of one identifier (``getHTTPResponse`` -> get, http, response)."""
     parts: list[str] = []
     for piece in identifier.split("_"):
         parts.extend(m.group(0).lower() for m in _HUMP.finditer(piece))
     return parts
+
+
+def identifiers_as_words(text: str) -> str:
+    """``text`` with each identifier written as its words (``totalWithTax`` -> "total with
+    tax", ``call_with_backoff`` -> "call with backoff"), everything else kept: a word-piece
+    vocabulary cuts ``totalWithTax`` into total, ##with, ##ta, ##x."""
+    return _NAME.sub(lambda m: " ".join(split_identifier(m.group(0))) or m.group(0), text)
 
 
 @lru_cache(maxsize=262_144)
