@@ -366,7 +366,10 @@ class SemanticIndex:
                     break
                 rows = list(zip((h for h, _ in part), quantize(vectors), strict=True))
                 with self.lock:
+                    # One transaction a batch: alone, each row was a commit of its own.
+                    self.conn.execute("BEGIN IMMEDIATE")
                     self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
+                    self.conn.execute("COMMIT")
                     self.journal.record(dirty=(h for h, _ in part))
                 stats.vectors_added += len(rows)
                 if progress is not None:
