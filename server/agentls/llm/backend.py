@@ -53,13 +53,15 @@ HINTS: dict[str, str] = {
 # tools/server/utils.hpp), vLLM without a tool parser (400 '"auto" tool choice requires
 # --enable-auto-tool-choice and --tool-call-parser to be set'), OpenRouter ("No endpoints
 # found that support tool use").
-_TOOLS_UNSUPPORTED = re.compile(
+# The patterns of error bodies are strings, compiled by ``re`` (and kept in its cache) when a
+# server first answers with an error: a run's start never needs them.
+_TOOLS_UNSUPPORTED = (
     r"does not support tools|tools param requires --jinja|tool choice requires "
-    r"--enable-auto-tool-choice|no endpoints found that support tool use", re.IGNORECASE)
+    r"--enable-auto-tool-choice|no endpoints found that support tool use")
 
 
 def tools_unsupported(body: str) -> bool:
-    return bool(_TOOLS_UNSUPPORTED.search(body))
+    return bool(re.search(_TOOLS_UNSUPPORTED, body, re.IGNORECASE))
 
 
 def tools_hint(backend: str, base_hint: str = HINTS["tools_unsupported"]) -> str:
@@ -114,17 +116,15 @@ class BackendError(Exception):
 # "longer than the maximum model length"), Ollama ("input length exceeds the context length",
 # "context length exceeded"), llama.cpp server (type exceed_context_size_error, "exceeds the
 # available context size"), and the generic "prompt is too long" / "too many tokens".
-_CONTEXT_TOO_LONG = re.compile(
+_CONTEXT_TOO_LONG = (
     r"context_length_exceeded|maximum context length|max(imum)? model length"
     r"|context length (is )?exceeded|exceeds? (the )?(available )?context (size|length|window)"
     r"|exceed_context_size|prompt is too long|too many tokens|context window"
-    r"|longer than the model'?s context length|input length exceeds",
-    re.IGNORECASE,
+    r"|longer than the model'?s context length|input length exceeds"
 )
-_MODEL_NOT_FOUND = re.compile(
+_MODEL_NOT_FOUND = (
     r"model_not_found|model .{0,80}(not found|does not exist)|no such model|unknown model"
-    r"|try pulling it first",
-    re.IGNORECASE,
+    r"|try pulling it first"
 )
 
 
@@ -132,11 +132,11 @@ def classify_status(status: int, body: str) -> tuple[ErrorKind, bool]:
     """Map an HTTP status and the server's body to (kind, retryable)."""
     if status in (400, 422, 500) and tools_unsupported(body):
         return "tools_unsupported", False
-    if _CONTEXT_TOO_LONG.search(body) and status in (400, 413, 422, 500):
+    if re.search(_CONTEXT_TOO_LONG, body, re.IGNORECASE) and status in (400, 413, 422, 500):
         return "context_too_long", False
     if status in (401, 403):
         return "auth", False
-    if status == 404 or (status == 400 and _MODEL_NOT_FOUND.search(body)):
+    if status == 404 or (status == 400 and re.search(_MODEL_NOT_FOUND, body, re.IGNORECASE)):
         return "model_not_found", False
     if status == 429:
         # OpenAI answers 429 when the account has no credit left: waiting will not help.
@@ -152,13 +152,13 @@ def missing_v1_hint(base_url: str, status: int, body: str, backend: str) -> str 
     """A 404 that names no model, from a base URL that does not end in ``/v1``, is almost
     always the URL missing its ``/v1`` (``http://localhost:11434`` for Ollama)."""
     url = base_url.rstrip("/")
-    if status != 404 or url.endswith("/v1") or _MODEL_NOT_FOUND.search(body):
+    if status != 404 or url.endswith("/v1") or re.search(_MODEL_NOT_FOUND, body, re.IGNORECASE):
         return None
     return (f"the server has no chat-completions route at {url}: did you mean {url}/v1? "
             f"(`agentls config set backends.{backend}.base_url {url}/v1`)")
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_DURATION_PART = r"(\d+(?:\.\d+)?)(ms|h|m|s)"
 
 
 def parse_reset_duration(value: str) -> float | None:
@@ -168,7 +168,7 @@ def parse_reset_duration(value: str) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
-    parts = _DURATION_PART.findall(value)
+    parts = re.findall(_DURATION_PART, value)
     if not parts or "".join(n + u for n, u in parts) != value.replace(" ", ""):
         return None
     scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}

@@ -4,6 +4,7 @@ rest, else an outline of its imports and definitions, each with its line number.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 
@@ -62,7 +63,9 @@ def _fit_lines(lines: list[str], count_tokens: CountTokens, cap: int) -> list[st
     return kept
 
 
-_OUTLINE = re.compile(
+# Compiled on the first outline (engine/prompt/attachments.py imports this before a run's
+# first request, which outlines nothing): ~1 ms.
+_OUTLINE = (
     r"""^\s*(?:
         (?:from\s+\S+\s+)?import\b                          # Python, JS/TS, Go, Java
       | (?:pub(?:\([^)]*\))?\s+)?use\s+[\w:{]              # Rust
@@ -84,16 +87,21 @@ _OUTLINE = re.compile(
       | (?:pub(?:\([^)]*\))?\s+)?(?:struct|trait|mod)\s+\w | impl\b
       | (?:pub(?:\([^)]*\))?\s+)?(?:const|static)\s+[A-Z_][A-Z0-9_]*\s*:
       | macro_rules!
-    )""",
-    re.VERBOSE,
+    )"""
 )
+
+
+@functools.cache
+def _outline() -> re.Pattern[str]:
+    return re.compile(_OUTLINE, re.VERBOSE)
 
 
 def outline_lines(lines: Sequence[str], *, first_line: int) -> list[str]:
     """Imports and definitions, one per line, each with its line number."""
     found = []
+    outline = _outline()
     for number, line in enumerate(lines, start=first_line):
-        if _OUTLINE.match(line):
+        if outline.match(line):
             text = line.rstrip()
             if len(text) > OUTLINE_LINE_CHARS:
                 text = text[:OUTLINE_LINE_CHARS] + " ..."
