@@ -199,7 +199,8 @@ class SemanticIndex:
         if paths is None:
             with self.workspace.listing():
                 candidates = list(self._walk())
-            gone = [p for p in known if p not in {d for d, _ in candidates}]
+            present = {display for display, _ in candidates}
+            gone = [p for p in known if p not in present]
         else:
             candidates, gone = self._resolve(paths)
         stats.files_seen = len(candidates)
