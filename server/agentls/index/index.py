@@ -159,19 +159,41 @@ class SemanticIndex:
     # --- walking the fence ------------------------------------------------------------------
 
     def _walk(self) -> Iterator[tuple[str, Path]]:
-        ws = self.workspace
         seen: set[str] = set()
-        for root in ws.roots:
-            for current, dirs, files in os.walk(root):
-                here = Path(current)
-                dirs[:] = sorted(d for d in dirs if ws.is_visible(here / d))
-                for name in sorted(files):
-                    full = here / name
-                    real = os.path.realpath(full)
-                    if real in seen or not ws.is_visible(full):
-                        continue
-                    seen.add(real)
-                    yield ws.display_path(full), full
+        for root in self.workspace.roots:
+            yield from self._walk_folder(str(root), seen)
+
+    def _walk_folder(self, folder: str, seen: set[str]) -> Iterator[tuple[str, Path]]:
+        """The visible files under ``folder`` (a real path), as ``os.walk`` gives them: a
+        folder's files by name, then its folders by name; linked folders are not entered,
+        a file reached twice through links counts once. Entries are checked with
+        ``is_visible_entry``, which resolves only links (``is_visible`` resolved every path:
+        most of the time of refreshing a 10,000-file index that had not changed)."""
+        ws = self.workspace
+        try:
+            with os.scandir(folder) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError:
+            return
+        shown = ws.display_path(Path(folder))  # the files' display paths are this/name
+        folders = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+                is_link = entry.is_symlink()
+            except OSError:
+                is_dir = is_link = False
+            if is_dir:
+                folders.append((entry, is_link))
+                continue
+            real = os.path.realpath(entry.path) if is_link else entry.path
+            if real in seen or not ws.is_visible_entry(folder, entry):
+                continue
+            seen.add(real)
+            yield (entry.name if shown == "." else f"{shown}/{entry.name}"), Path(entry.path)
+        for entry, is_link in folders:
+            if not is_link and ws.is_visible_entry(folder, entry):
+                yield from self._walk_folder(entry.path, seen)
 
     def _resolve(self, paths: Iterable[Path]) -> tuple[list[tuple[str, Path]], list[str]]:
         """(visible files, display paths that are gone or now fenced off)."""
@@ -338,12 +360,16 @@ class SemanticIndex:
         """Embed every chunk text that has no vector yet (until ``deadline``, a
         ``time.monotonic()`` value), then drop vectors no chunk uses. With ``touched`` (what
         a targeted update added and dropped) only those texts are looked at, so an edit
-        costs its own chunks, not a scan of the index."""
+        costs its own chunks, not a scan of the index; a full pass whose vectors already
+        match the chunk texts looks no further."""
         stats = stats or UpdateStats()
         missing: list[tuple[str, tuple[str, str, str]]] = []
+        complete = False  # every chunk text has its vector and every vector a chunk
         if self.embedder is not None:  # keywords only: no scan of every chunk for nothing
             with self.lock:
-                if touched is None:
+                if touched is None and store.vectors_match_chunks(self.conn):
+                    complete = True
+                elif touched is None:
                     missing = [(h, (p, sym, t)) for h, p, sym, t in
                                self.conn.execute(
                         "SELECT c.hash, f.path, c.symbol, c.text FROM chunks c "
@@ -376,9 +402,11 @@ class SemanticIndex:
                 if progress is not None:
                     progress("embedding", start + len(part), len(missing))
         stats.vectors_missing = len(missing) - stats.vectors_added if self.embedder else 0
-        with self.lock:
-            # Vectors no chunk uses are in no reader's copy: nothing to record.
-            store.drop_orphan_vectors(self.conn, None if touched is None else touched.dropped)
+        if not complete:
+            with self.lock:
+                # Vectors no chunk uses are in no reader's copy: nothing to record.
+                store.drop_orphan_vectors(self.conn,
+                                          None if touched is None else touched.dropped)
         return stats
 
     # --- status -----------------------------------------------------------------------------
