@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agentls.engine.next_edit.hunks import hunks
+from agentls.engine.next_edit.hunks import hunks, line_hunks, trimmed
 from agentls.engine.next_edit.predictor import NextEditPredictor, NextEditRequest
 from agentls.engine.next_edit.prompt_formats import (
     OutsideRegion,
@@ -129,6 +129,30 @@ def test_hunks_line_for_line_insertions_and_deletions() -> None:
     (delete,) = hunks("a\nb", "a")
     assert "a\nb"[:delete.start] + delete.text + "a\nb"[delete.end:] == "a"
     assert hunks(old, old) == []
+
+
+def test_line_hunks_cut_one_at_a_time_are_the_hunks() -> None:
+    cases = [("a = count\nb = count\nc = 1", "a = total\nb = total\nc = 1"),
+             ("a\nc", "a\nb\nc"), ("a\nb", "a"), ("x", "y\nx"),
+             ("def f(a):\n    return a\n", "def f(b):\n    return b\n\nf(1)")]
+    for old, new in cases:
+        whole = line_hunks(old, new)
+        assert [trimmed(old, h) for h in whole] == hunks(old, new)
+        for h, cut in zip(whole, hunks(old, new), strict=True):
+            assert h.lines == cut.lines and h.end >= cut.end  # what the pick relies on
+
+
+def test_the_pick_cuts_past_a_line_that_ends_before_the_cursor_once_cut() -> None:
+    region = "a = count\nb = count\nc = 1"
+    predictor = NextEditPredictor()
+    request = NextEditRequest(uri="file:///f.py", path="f.py", version=1, text=region,
+                              cursor=10)  # line 0's end as a whole line, after its cut hunk
+    found = line_hunks(region, "a = total\nb = total\nc = 1")
+    suggestion = predictor._pick(request, 0, region, found)
+    assert suggestion is not None and (suggestion.start, suggestion.text) == (14, "total")
+    late = NextEditRequest(uri="file:///f.py", path="f.py", version=1, text=region, cursor=22)
+    last = predictor._pick(late, 0, region, found)  # none at or after: the last
+    assert last is not None and (last.start, last.old) == (14, "count")
 
 
 class ScriptedClient:

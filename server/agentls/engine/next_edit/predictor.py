@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from agentls.engine.model_slots import Slot, Status, StatusTeller, fim_client_for
-from agentls.engine.next_edit.hunks import Hunk, hunks
+from agentls.engine.next_edit.hunks import Hunk, line_hunks, trimmed
 from agentls.engine.next_edit.prompt_formats import (
     REGION_END,
     OutsideRegion,
@@ -180,11 +180,10 @@ class NextEditPredictor(StatusTeller):
         return [r.suggestion.text for r in self.outcomes if r.outcome == "rejected"][
             -REJECTED_IN_PROMPT:]
 
-    def _turned_down(self, lines: tuple[str, str]) -> bool:
-        """The same change of the same lines was dismissed (the same rename elsewhere was
-        not: that is another suggestion)."""
-        return any(r.outcome == "rejected" and r.suggestion.lines == lines
-                   for r in self.outcomes)
+    def _turned_down(self) -> set[tuple[str, str]]:
+        """The lines of the changes dismissed: the same change of the same lines is not
+        offered again (the same rename elsewhere is: that is another suggestion)."""
+        return {r.suggestion.lines for r in self.outcomes if r.outcome == "rejected"}
 
     # --- one request ------------------------------------------------------------------------
 
@@ -249,7 +248,7 @@ class NextEditPredictor(StatusTeller):
         if request.eol == "\r\n":
             new_region = new_region.replace("\n", "\r\n")
         region = cut.region
-        found = hunks(region, new_region)
+        found = line_hunks(region, new_region)
         if not found:
             slot.prediction = None
             return None
@@ -259,14 +258,25 @@ class NextEditPredictor(StatusTeller):
 
     def _pick(self, request: NextEditRequest, region_start: int, region: str,
               found: Sequence[Hunk]) -> Suggestion | None:
-        fresh = [h for h in found if not self._turned_down(h.lines)]
+        """The first hunk (of ``line_hunks``) not turned down that ends at or after the
+        cursor once cut, else the last; only the hunks looked at are cut."""
+        turned_down = self._turned_down()
+        fresh = [h for h in found if h.lines not in turned_down]
         if len(fresh) < len(found):
             self.counters.refused += len(found) - len(fresh)
         if not fresh:
             return None
         cursor = request.cursor - region_start
-        after = [h for h in fresh if h.end >= cursor]
-        hunk = after[0] if after else fresh[-1]
+        hunk = None
+        for whole in fresh:
+            if whole.end < cursor:
+                continue  # cut, it ends no later
+            cut = trimmed(region, whole)
+            if cut.end >= cursor:
+                hunk = cut
+                break
+        if hunk is None:
+            hunk = trimmed(region, fresh[-1])
         suggestion = Suggestion(
             id=f"ne-{next(self._ids)}", uri=request.uri, version=request.version,
             start=region_start + hunk.start, end=region_start + hunk.end, text=hunk.text,
@@ -287,7 +297,7 @@ class NextEditPredictor(StatusTeller):
             slot.prediction = None
             return None
         region = text[len(before):len(text) - len(after)]
-        left = hunks(region, prediction.new_region)
+        left = line_hunks(region, prediction.new_region)
         keys = Counter(h.lines for h in left)
         if not left or not keys < prediction.hunks:
             slot.prediction = None  # all applied, or the person changed something else
