@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from agentls.index.chunker import chunk_file
 from agentls.index.embedding import (
@@ -18,7 +20,7 @@ from agentls.index.embedding import (
     embedding_input,
     static_model_built,
 )
-from agentls.index.static_vectors import StaticVectors
+from agentls.index.static_vectors import WORD_BATCH, StaticVectors
 
 SOURCES = Path(__file__).resolve().parents[3] / "server" / "agentls" / "index"
 
@@ -76,3 +78,29 @@ def test_another_layout_is_an_embedding_error(tmp_path: Path) -> None:
                "mapping": np.zeros(4, np.int64)}, str(folder / "model.safetensors"))
     with pytest.raises(EmbeddingError, match="not a static model agentls built"):
         StaticEmbedder(tmp_path, shipped=folder).embed(["x"])
+
+
+@pytest.fixture(scope="module")
+def shipped() -> StaticVectors:
+    if not static_model_built(SHIPPED_STATIC_DIR):
+        pytest.fail("the static model is not built into the package: run `make install`")
+    return StaticVectors(SHIPPED_STATIC_DIR)
+
+
+_CODE_LIKE = st.text(st.sampled_from(
+    "aZ09_ \t\n\r\x00\x01\x0b\x0c\x1f\x7f.,;:!?'\"()[]{}<>=+-*/\\|&^%$#@~`PADUNK"), max_size=300)
+
+
+@settings(max_examples=300, deadline=None)
+@example(["x[PAD]y", "[UNK]", "a[pad]b [UNK", "tab\there", "ctl\x0bx\x1fy\x7fz",
+          "a" * 150, "retry_rate(limit=3)", "x" * 5000, *["def f(): pass"] * 8])
+@given(st.lists(st.one_of(st.text(st.characters(max_codepoint=127), max_size=200),
+                          _CODE_LIKE), min_size=WORD_BATCH, max_size=WORD_BATCH + 8))
+def test_words_looked_up_give_the_tokenizer_s_ids(shipped: StaticVectors,
+                                                  texts: list[str]) -> None:
+    """Any ASCII (control characters, punctuation, "[PAD]" and "[UNK]" written out): the
+    ids of a batch cut into words here are the tokenizer's for each whole text."""
+    whole = [e.ids for e in shipped._tokenizer.encode_batch_fast(texts,
+                                                                 add_special_tokens=False)]
+    assert shipped._token_ids(texts) == whole
+    assert shipped._words  # the batch was cut into words here
