@@ -78,7 +78,9 @@ class FimClient:
         """The completion's text pieces; raises ``BackendError`` (``SuffixRefused`` when the
         server refuses ``suffix``). Stop the iteration (or cancel its task) to close the
         stream: the model server sees the connection end. ``finish`` gets the finish reason
-        (``stop``, ``length``) when the server sends one."""
+        (``stop``, ``length``) when the server sends one, and the chunk that carries it
+        yields its text even when empty: the caller may stop there (what is left is the
+        stream's end, ``[DONE]``) and answer before reading on."""
         stop = list(request.stop)[:MAX_SERVER_STOPS] or None
         try:
             if request.mode == "chat":
@@ -92,7 +94,8 @@ class FimClient:
                         for choice in chunk.choices:
                             if choice.finish_reason and finish is not None:
                                 finish.append(choice.finish_reason)
-                            if choice.delta is not None and choice.delta.content:
+                                yield (choice.delta.content or "") if choice.delta else ""
+                            elif choice.delta is not None and choice.delta.content:
                                 yield choice.delta.content
                 return
             extra: dict[str, Any] = {}
@@ -107,7 +110,8 @@ class FimClient:
                     for choice in piece.choices:
                         if choice.finish_reason and finish is not None:
                             finish.append(choice.finish_reason)
-                        if choice.text:
+                            yield choice.text or ""
+                        elif choice.text:
                             yield choice.text
         except (openai.APIError, httpx2.HTTPError) as exc:
             raise self._error(exc, request) from exc

@@ -92,6 +92,31 @@ async def test_template_setting_without_suffix(model: ReplayServer) -> None:
     await engine.aclose()
 
 
+async def test_answered_at_the_finish_chunk_the_end_read_after(model: ReplayServer) -> None:
+    # Cut after the chunk that finishes the choice: the answer was whole there, so it is
+    # given; the stream's end is read (here: found cut) after it.
+    model.load({"steps": [{"reply": {"text": "return a + b", "chunk_size": 100},
+                           "drop_after": 2}]})
+    engine, statuses = completer(model.base_url)
+    assert await engine.complete(request()) == "return a + b"
+    assert all(status != "error" for status, _ in statuses)
+    await engine.aclose()
+
+
+async def test_a_finished_stream_read_to_its_end_keeps_the_connection(
+        model: ReplayServer) -> None:
+    model.load({"steps": [{"times": "*", "reply": {"text": "return a + b"}}]})
+    engine, _ = completer(model.base_url)
+    assert await engine.complete(request()) == "return a + b"
+    while engine._ending or len(model.stream_ends) < 1:
+        await asyncio.sleep(0.005)
+    other = DOC.replace("add", "plus")
+    assert await engine.complete(request(other, other.index("    \n") + 4)) == "return a + b"
+    first, second = posted(model)
+    assert first.connection == second.connection  # kept alive: no new connection
+    await engine.aclose()
+
+
 async def test_a_newer_keystroke_closes_the_older_stream(model: ReplayServer) -> None:
     model.load({"steps": [
         {"match": {"prompt": "/    $/"}, "reply": {"text": "x" * 400, "chunk_size": 1,

@@ -17,7 +17,7 @@ import hashlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 
 from agentls.engine.inline.cursor_context import Window, chat_prompt, fit_files, window
@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 LRU_SIZE = 256
 WAITING_AFTER_S = 0.15  # a model slower than this shows "waiting"
 TYPED_CONTEXT = 64  # characters before the suggestion that must be unchanged to type through
+READ_END_AFTER_S = 0.002  # a finished stream's end is read after the answer has gone
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class InlineCompleter(StatusTeller):
         self.counters = Counters()
         self._slots: dict[str, _Slot] = {}
         self._lru: OrderedDict[str, str] = OrderedDict()
+        self._ending: set[asyncio.Future[None]] = set()  # finished streams read to their end
 
     # --- settings ------------------------------------------------------------------------------
 
@@ -267,8 +269,10 @@ class InlineCompleter(StatusTeller):
             del self.counters.sent_at[:2048]
         received = ""
         text = ""
-        stream = self.client.stream(fim)
+        finish: list[str] = []
+        stream = self.client.stream(fim, finish)
         echo = win.prefix if "\n" in win.prefix.rstrip("\n") else ""
+        finished = False
         try:
             async for piece in stream:
                 received += piece
@@ -280,11 +284,35 @@ class InlineCompleter(StatusTeller):
                 text, ended = rule.cut(received)
                 if ended:
                     break
+                if finish:  # the model is done: only the stream's end is left to read
+                    finished = True
+                    text, _ = rule.cut(received, final=True)
+                    break
             else:
                 text, _ = rule.cut(received, final=True)
         finally:
-            await stream.aclose()  # closes the HTTP response now: the model stops
+            if finished:
+                self._read_end_later(stream)
+            else:
+                await stream.aclose()  # closes the HTTP response now: the model stops
         return clean(text, win.where, chat=fim.mode == "chat")
+
+    def _read_end_later(self, stream: AsyncGenerator[str, None]) -> None:
+        """Read a finished stream's end after the answer has gone (the connection is kept
+        for the next request only once its response is read to the end)."""
+        async def read_end() -> None:
+            await asyncio.sleep(READ_END_AFTER_S)
+            try:
+                async for _ in stream:
+                    pass
+            except Exception as exc:  # the answer has gone: nothing waits for this
+                log.debug("inline completion: reading the stream's end failed: %s", exc)
+            finally:
+                await stream.aclose()
+
+        task = asyncio.ensure_future(read_end())
+        self._ending.add(task)
+        task.add_done_callback(self._ending.discard)
 
     async def aclose(self) -> None:
         for slot in self._slots.values():

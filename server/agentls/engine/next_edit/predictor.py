@@ -352,6 +352,8 @@ class NextEditPredictor(StatusTeller):
         ended = False
         try:
             async for piece in stream:
+                if not piece:
+                    continue  # the finish chunk: read on to the stream's end
                 received.append(piece)
                 tail = (tail + piece)[-(len(piece) + 64):]
                 if region_ended(tail):
