@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from agentls.index.embedding import (
     embed_chunks,
     quantize,
 )
+from agentls.index.fence_walk import resolve, visible_files
 from agentls.index.journal import ChangeJournal
 from agentls.index.words import index_text, split_identifier
 from agentls.workspace.fence import Workspace
@@ -156,56 +157,6 @@ class SemanticIndex:
             store.set_meta(self.conn, "embedder", self.embedder_id)
             self.journal.record(everything=True)
 
-    # --- walking the fence ------------------------------------------------------------------
-
-    def _walk(self) -> Iterator[tuple[str, Path]]:
-        seen: set[str] = set()
-        for root in self.workspace.roots:
-            yield from self._walk_folder(str(root), seen)
-
-    def _walk_folder(self, folder: str, seen: set[str]) -> Iterator[tuple[str, Path]]:
-        """The visible files under ``folder`` (a real path), as ``os.walk`` gives them: a
-        folder's files by name, then its folders by name; linked folders are not entered,
-        a file reached twice through links counts once. Entries are checked with
-        ``is_visible_entry``, which resolves only links (``is_visible`` resolved every path:
-        most of the time of refreshing a 10,000-file index that had not changed)."""
-        ws = self.workspace
-        try:
-            with os.scandir(folder) as scan:
-                entries = sorted(scan, key=lambda entry: entry.name)
-        except OSError:
-            return
-        shown = ws.display_path(Path(folder))  # the files' display paths are this/name
-        folders = []
-        for entry in entries:
-            try:
-                is_dir = entry.is_dir()
-                is_link = entry.is_symlink()
-            except OSError:
-                is_dir = is_link = False
-            if is_dir:
-                folders.append((entry, is_link))
-                continue
-            real = os.path.realpath(entry.path) if is_link else entry.path
-            if real in seen or not ws.is_visible_entry(folder, entry):
-                continue
-            seen.add(real)
-            yield (entry.name if shown == "." else f"{shown}/{entry.name}"), Path(entry.path)
-        for entry, is_link in folders:
-            if not is_link and ws.is_visible_entry(folder, entry):
-                yield from self._walk_folder(entry.path, seen)
-
-    def _resolve(self, paths: Iterable[Path]) -> tuple[list[tuple[str, Path]], list[str]]:
-        """(visible files, display paths that are gone or now fenced off)."""
-        present, gone = [], []
-        for path in paths:
-            display = self.workspace.display_path(path)
-            if path.is_file() and self.workspace.is_visible(path):
-                present.append((display, path))
-            else:
-                gone.append(display)
-        return present, gone
-
     # --- updating ---------------------------------------------------------------------------
 
     def update(self, paths: Iterable[Path] | None = None, *, progress: Progress | None = None,
@@ -220,11 +171,11 @@ class SemanticIndex:
                 "SELECT path, id, sha256, mtime_ns, size FROM files")}
         if paths is None:
             with self.workspace.listing():
-                candidates = list(self._walk())
+                candidates = list(visible_files(self.workspace))
             present = {display for display, _ in candidates}
             gone = [p for p in known if p not in present]
         else:
-            candidates, gone = self._resolve(paths)
+            candidates, gone = resolve(self.workspace, paths)
         stats.files_seen = len(candidates)
         # A targeted update (paths given) looks only at the chunk texts it added or dropped
         # for vectors to make or free; a full pass scans the whole index for them.
