@@ -314,6 +314,10 @@ class SemanticIndex:
         costs its own chunks, not a scan of the index; a full pass whose vectors already
         match the chunk texts looks no further."""
         stats = stats or UpdateStats()
+        # A full pass lists the chunks to embed by id and reads their texts a batch at a
+        # time (all of them at once held 70 MB more at 120,000 chunks); a targeted update
+        # has them in ``touched``.
+        ids: list[int] = []
         missing: list[tuple[str, tuple[str, str, str]]] = []
         complete = False  # every chunk text has its vector and every vector a chunk
         if self.embedder is not None:  # keywords only: no scan of every chunk for nothing
@@ -321,21 +325,21 @@ class SemanticIndex:
                 if touched is None and store.vectors_match_chunks(self.conn):
                     complete = True
                 elif touched is None:
-                    missing = [(h, (p, sym, t)) for h, p, sym, t in
-                               self.conn.execute(
-                        "SELECT c.hash, f.path, c.symbol, c.text FROM chunks c "
-                        "JOIN files f ON f.id = c.file_id WHERE c.id IN (SELECT min(c.id) "
-                        "FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors v "
-                        "WHERE v.hash = c.hash) GROUP BY c.hash)")]
+                    ids = store.chunks_without_vectors(self.conn)
                 elif touched.added:
                     have = store.hashes_with_vectors(self.conn, list(touched.added))
                     missing = [(h, t) for h, t in touched.added.items() if h not in have]
+        total = len(ids) or len(missing)
         if self.embedder is not None:
-            for start in range(0, len(missing), EMBED_BATCH):
+            for start in range(0, total, EMBED_BATCH):
                 if (cancelled is not None and cancelled()) or (
                         deadline is not None and time.monotonic() > deadline):
                     break
-                part = missing[start:start + EMBED_BATCH]
+                if ids:
+                    with self.lock:
+                        part = store.chunk_texts(self.conn, ids[start:start + EMBED_BATCH])
+                else:
+                    part = missing[start:start + EMBED_BATCH]
                 try:
                     vectors = embed_chunks(self.embedder, [chunk for _, chunk in part])
                 except EmbeddingError as exc:
@@ -351,8 +355,8 @@ class SemanticIndex:
                     self.journal.record(dirty=(h for h, _ in part))
                 stats.vectors_added += len(rows)
                 if progress is not None:
-                    progress("embedding", start + len(part), len(missing))
-        stats.vectors_missing = len(missing) - stats.vectors_added if self.embedder else 0
+                    progress("embedding", min(start + EMBED_BATCH, total), total)
+        stats.vectors_missing = total - stats.vectors_added if self.embedder else 0
         if not complete:
             with self.lock:
                 # Vectors no chunk uses are in no reader's copy: nothing to record.
