@@ -113,7 +113,8 @@ class StaticVectors:
         """One row per text (a text without known tokens gives zeros)."""
         import numpy as np
 
-        ids = [[i for i in token_ids if i != self._unknown]
+        unknown = self._unknown
+        ids = [[i for i in token_ids if i != unknown] if unknown in token_ids else token_ids
                for token_ids in self._token_ids(self._cut(texts))]
         out = np.zeros((len(ids), self.dim), dtype=self.dtype)
         by_length: dict[int, list[int]] = defaultdict(list)
