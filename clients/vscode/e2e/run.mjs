@@ -1138,8 +1138,8 @@ async function reviewBench(s, { prompt, first, files, hunks, kept, figure }) {
   await setReviewMode(s, "picker");
   const ms = (x) => (typeof x === "number" ? x.toFixed(0) : "?");
   log(`${plural(files)}, ${hunks} hunks: drawn ${drawnAt - opened.arrivedAt} ms after the applyEdit arrived ` +
-      `(extension ${ms(opened.openMs)} ms: the first document ${ms(opened.loadMs)}, edited and shown ` +
-      `${ms(opened.shownMs)}; text ${ms(after(seen.text))}, line colours ${ms(after(seen.colours))}, gutter marks ` +
+      `(extension ${ms(opened.openMs)} ms: the first file shown ${ms(opened.shownMs)}, its review text ` +
+      `${ms(opened.reviewTextMs)}; text ${ms(after(seen.text))}, line colours ${ms(after(seen.colours))}, gutter marks ` +
       `${ms(after(seen.marks))}, CodeLens ${ms(after(seen.lenses))}); one hunk kept in ${ms(keepMs)} ms ` +
       `(extension ${ms(decided?.ms)}, ${ms(decided?.queuedMs)} of it queued); the rest undone and answered ` +
       `in ${undoneMs} ms`);

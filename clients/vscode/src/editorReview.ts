@@ -76,7 +76,7 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
   readonly onDidChangeFileDecorations = this.decorationsChanged.event;
   private readonly added: vscode.TextEditorDecorationType;
   private readonly removed: vscode.TextEditorDecorationType;
-  private readonly ours = new Set<string>(); // documents our own edit is changing now
+  private readonly ours = new Map<string, number>(); // documents our own edits are changing now, and how many
   private queue: Promise<unknown> = Promise.resolve(); // decisions, one at a time
 
   constructor(extensionUri: vscode.Uri, private readonly status: StatusItem) {
@@ -149,27 +149,28 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
     if (review.files.length === 0) return { applied: true };
     const answered = new Promise<ApplyWorkspaceEditResult>((resolve) => { review.answer = resolve; });
     this.review = review;
-    // The first file is read, takes the review's text (its own undo step) and is shown at
-    // once; the others right after (a decision waits for them: `serial`).
+    // The first file is shown at once, takes the review's text (its own undo step) and is
+    // drawn; the others right after (a decision waits for them: `serial`).
     const first = review.files[0];
-    let read = 0;
-    let edited = 0;
+    let shown = 0;
     try {
+      // Shown first: the window reads the file once, for the editor. Its hunks come from the
+      // shown document; the review's text, its decorations and the selection are then sent
+      // in one go, so the window draws them together (no separate read of the document
+      // first, no text drawn before its colours).
+      const editor = await vscode.window.showTextDocument(first.shownUri, { preview: false });
+      shown = performance.now();
       await this.prepare(first);
-      read = performance.now();
-      // The edit and the editor asked for together (two round trips in one); drawn once both are.
-      const [, editor] = await Promise.all([first.hunks ? this.edit(first, first.hunks.openEdits()) : true,
-                                            vscode.window.showTextDocument(first.shownUri, { preview: false })]);
-      edited = performance.now();
-      if (first.hunks) this.reveal(editor, first, first.hunks.pending()[0]);
-      this.draw(editor);
+      if (first.hunks) await this.openIn(editor, first);
+      else this.draw(editor);
     } catch (error) {
       first.failed ??= `the review could not show it: ${String(error)}`;
     }
     this.changed();
     recordTiming({ figure: "review_open", arrivedAt: arrived, files: review.files.length,
                    hunks: review.files.reduce((n, f) => n + (f.hunks?.hunks.length ?? f.edits?.length ?? 0), 0),
-                   openMs: performance.now() - began, loadMs: read - began, shownMs: edited - read });
+                   openMs: performance.now() - began, shownMs: shown ? shown - began : null,
+                   reviewTextMs: shown ? performance.now() - shown : null });
     // One file after another, after a pause: the window draws the first file's review before
     // it opens the others' documents (all at once they held its drawing back 2 s). Deciding
     // in a file waits for that file only (`ready`).
@@ -253,12 +254,51 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
     const edit = new vscode.WorkspaceEdit();
     for (const e of edits) edit.replace(f.uri, rowRange(doc, e), e.text);
     const key = f.uri.toString();
-    this.ours.add(key);
+    this.ours.set(key, (this.ours.get(key) ?? 0) + 1);
     try {
       return await vscode.workspace.applyEdit(edit);
     } finally {
-      this.ours.delete(key);
+      this.unmark(key);
     }
+  }
+
+  /** A file's review text put in `editor`'s document, drawn and the first change revealed:
+   * sent in one go, so the window draws the text, its colours and marks together. */
+  private async openIn(editor: vscode.TextEditor, f: ReviewedFile): Promise<void> {
+    const edits = f.hunks!.openEdits();
+    const sent = this.editIn(editor, f, edits);
+    this.paint(editor, f);
+    this.reveal(editor, f, f.hunks!.pending()[0]);
+    if (await sent) return;
+    // The window refused it (its document moved on): the same rows as a workspace edit.
+    await this.edit(f, edits);
+    this.painted.delete(editor);
+    this.draw(editor);
+    this.reveal(editor, f, f.hunks!.pending()[0]);
+  }
+
+  /** Our own edit of a file shown in `editor` (one undo step), sent at once: what is sent
+   * after it in the same turn (decorations, the selection) lands on the edited text. False
+   * when the window refused it. */
+  private async editIn(editor: vscode.TextEditor, f: ReviewedFile, edits: RowEdit[]): Promise<boolean> {
+    if (!edits.length) return true;
+    const doc = editor.document;
+    const key = f.uri.toString();
+    this.ours.set(key, (this.ours.get(key) ?? 0) + 1);
+    try {
+      return await editor.edit((b) => { for (const e of edits) b.replace(rowRange(doc, e), e.text); },
+                               { undoStopBefore: true, undoStopAfter: true });
+    } catch {
+      return false; // its editor was closed
+    } finally {
+      this.unmark(key);
+    }
+  }
+
+  private unmark(key: string): void {
+    const n = (this.ours.get(key) ?? 1) - 1;
+    if (n) this.ours.set(key, n);
+    else this.ours.delete(key);
   }
 
   // --- deciding ------------------------------------------------------------------------------
@@ -296,7 +336,7 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
         const next = f.hunks.next(f.hunks.region(i).start - 1, 1);
         if (next !== undefined && editor?.document.uri.toString() === f.uri.toString()) this.reveal(editor, f, next);
       }
-      this.changed();
+      this.changed([f]);
       recordTiming({ figure: "review_decide", keep, ms: performance.now() - asked, queuedMs: began - asked });
       await this.finishIfDone();
     });
@@ -310,7 +350,24 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
       void vscode.window.showWarningMessage(`AgentLS: ${refused}.`);
       return;
     }
-    if (edit) await this.edit(f, [edit]);
+    if (edit) await this.editShown(f, edit);
+  }
+
+  /** A decision's edit: in the file's editor when it is shown, with its decorations sent
+   * right after it (the window draws both together), else as a workspace edit. */
+  private async editShown(f: ReviewedFile, edit: RowEdit): Promise<void> {
+    const key = f.uri.toString();
+    const editors = vscode.window.visibleTextEditors.filter((e) => e.document.uri.toString() === key);
+    const editor = editors.find((e) => e === vscode.window.activeTextEditor) ?? editors[0];
+    if (!editor) {
+      await this.edit(f, [edit]);
+      return;
+    }
+    const sent = this.editIn(editor, f, [edit]);
+    for (const e of editors) this.paint(e, f);
+    if (await sent) return;
+    await this.edit(f, [edit]);
+    for (const e of editors) this.painted.delete(e); // drawn again by `changed`
   }
 
   /** A file whose document went back to the base (its editor closed without saving, or
@@ -319,7 +376,7 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
     await f.ready;
     const doc = await vscode.workspace.openTextDocument(f.uri);
     const hunks = f.hunks!;
-    if (doc.getText() === hunks.base && hunks.text() !== hunks.base) {
+    if (this.awayFromReview(f, doc)) {
       hunks.reset();
       await this.edit(f, [{ start: 0, end: doc.lineCount + 1, text: hunks.text() }]);
     }
@@ -490,11 +547,12 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
 
   // --- drawing -------------------------------------------------------------------------------
 
-  /** Everything that shows the review, after a change of it. */
-  private changed(): void {
+  /** Everything that shows the review, after a change of it (of `files` only: the
+   * explorer's marks of the others stay). */
+  private changed(files?: ReviewedFile[]): void {
     for (const editor of vscode.window.visibleTextEditors) this.draw(editor);
     this.lensesChanged.fire();
-    this.decorationsChanged.fire(this.review?.files.map((f) => f.uri) ?? []);
+    this.decorationsChanged.fire((files ?? this.review?.files ?? []).map((f) => f.uri));
     void this.setContext();
     const review = this.review;
     if (review) {
@@ -511,10 +569,24 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
   private draw(editor: vscode.TextEditor): void {
     const f = this.review?.find(editor.document.uri);
     if (!f || this.awayFromReview(f, editor.document)) {
+      this.painted.delete(editor);
       editor.setDecorations(this.added, []);
       editor.setDecorations(this.removed, []);
       return;
     }
+    this.paint(editor, f);
+  }
+
+  /** What each editor shows of the review, by the file and its stamp (or whole state). */
+  private readonly painted = new WeakMap<vscode.TextEditor, { f: ReviewedFile; stamp: number | string }>();
+
+  /** The review's decorations of `f` in `editor`, as its document is (or is about to be,
+   * after an edit sent just before). */
+  private paint(editor: vscode.TextEditor, f: ReviewedFile): void {
+    const stamp = f.hunks ? f.hunks.stamp : f.whole;
+    const last = this.painted.get(editor);
+    if (last?.f === f && last.stamp === stamp) return;
+    this.painted.set(editor, { f, stamp });
     const lines = (rows: [number, number][]) => rows.filter(([a, b]) => b > a)
       .map(([a, b]) => new vscode.Range(a, 0, b - 1, 0));
     if (f.hunks) {
@@ -600,7 +672,10 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
   /** The document went back to the base while the review's text is something else: the
    * review's text goes back in when it is shown or decided (`attached`). */
   private awayFromReview(f: ReviewedFile, doc: vscode.TextDocument): boolean {
-    return Boolean(f.hunks && doc.getText() === f.hunks.base && f.hunks.text() !== f.hunks.base);
+    const hunks = f.hunks;
+    // Not while our own edit is on its way; the line count first (reading the text is not free).
+    if (!hunks || this.ours.has(f.uri.toString()) || doc.lineCount !== hunks.baseLineCount) return false;
+    return doc.getText() === hunks.base && hunks.text() !== hunks.base;
   }
 
   private scrolled: NodeJS.Timeout | undefined;
@@ -622,7 +697,7 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
       f.hunks.onChange({ start: c.range.start.line, end: c.range.end.line,
                          newlines: (c.text.match(/\r\n|\r|\n/g) ?? []).length });
     }
-    this.changed();
+    this.changed([f]);
   }
 
   /** Reviewed files shown again: one whose document went back to the base (its editor was

@@ -134,3 +134,29 @@ test("keep all (or undo all) of a file is one edit of the document as it is", ()
     assert.equal(applyRowEdits(open, inCurrentRows(edits)), keep ? proposed : BASE);
   }
 });
+
+test("the stamp moves with every change of the regions, not with reading them", () => {
+  const { hunks } = fileHunks(BASE, EDITS);
+  const review = new FileReview(BASE, hunks);
+  const seen = [review.stamp];
+  review.decorations();
+  review.text();
+  assert.equal(review.stamp, seen[0], "reading draws nothing new");
+  review.decide(0, true);
+  seen.push(review.stamp);
+  review.decide(0, true); // decided already: nothing changes
+  assert.equal(review.stamp, seen[1]);
+  review.onChange({ start: 0, end: 0, newlines: 1 });
+  seen.push(review.stamp);
+  review.reset();
+  seen.push(review.stamp);
+  assert.equal(new Set(seen).size, 4, "each change a new stamp");
+});
+
+test("the base's line count is an editor's: one more than its line endings", () => {
+  const count = (base: string) => new FileReview(base, []).baseLineCount;
+  assert.equal(count(BASE), splitLines(BASE).length + 1);
+  assert.equal(count("a"), 1);
+  assert.equal(count(""), 1);
+  assert.equal(count("a\r\nb\rc\n"), 4);
+});

@@ -144,6 +144,10 @@ export class FileReview {
   private readonly rows: number[]; // where each hunk's region starts in the document now
   private readonly counts: number[]; // how many rows its region has now
   private readonly eol: string;
+  private lineCount: number | undefined;
+  /** Counts the changes of the regions (decisions, the person's edits, a reset): what is
+   * drawn for one value need not be drawn again. */
+  stamp = 0;
 
   constructor(readonly base: string, readonly hunks: readonly Hunk[]) {
     this.eol = eolOf(base);
@@ -188,6 +192,7 @@ export class FileReview {
 
   /** Where every region is when the document holds `text()` (its document was put back). */
   reset(): void {
+    this.stamp++;
     let shift = 0;
     this.hunks.forEach((h, i) => {
       this.edited[i] = false;
@@ -195,6 +200,12 @@ export class FileReview {
       this.counts[i] = this.regionLines(i).length;
       shift += this.counts[i] - h.old.length;
     });
+  }
+
+  /** How many lines an editor counts in the base (one more than its line endings). */
+  get baseLineCount(): number {
+    this.lineCount ??= lineStarts(this.base).length;
+    return this.lineCount;
   }
 
   region(i: number): { start: number; end: number } {
@@ -259,6 +270,7 @@ export class FileReview {
       edit = h.new.length ? { start, end, text: h.old.join("") } : undefined;
       count = h.old.length;
     }
+    this.stamp++;
     this.states[i] = keep ? "kept" : "undone";
     this.shift(i, count - this.counts[i]);
     this.counts[i] = count;
@@ -272,6 +284,7 @@ export class FileReview {
 
   /** A change the person made: regions after it move, a region it touches is edited. */
   onChange(change: RowChange): void {
+    this.stamp++;
     const delta = change.newlines - (change.end - change.start);
     for (let i = 0; i < this.rows.length; i++) {
       const start = this.rows[i];
