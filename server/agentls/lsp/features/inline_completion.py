@@ -41,7 +41,10 @@ class InlineCompletionFeature:
     def __init__(self, server: ServerContext) -> None:
         self.server = server
         self.completer: InlineCompleter | None = None
-        self.typing = AsYouType(server, self._load)
+        self.typing = AsYouType(server, self._load,
+                                lambda: server.settings.completion.active,
+                                lambda: self._status("off", ""))
+        self._told: tuple[str, str] | None = None
         self._units: dict[str, str] = {}
         self._related: RelatedFiles | None = None
 
@@ -68,6 +71,9 @@ class InlineCompletionFeature:
             self.server.spawn(old.aclose())
 
     def _status(self, status: Status, message: str) -> None:
+        if (status, message) == self._told:
+            return  # told already ("off" before the engine part was loaded)
+        self._told = (status, message)
         self.server.protocol.notify(COMPLETION_STATUS, {"status": status, "message": message})
 
     # --- the request -----------------------------------------------------------------------------

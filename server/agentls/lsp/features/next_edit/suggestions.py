@@ -55,7 +55,10 @@ class NextEditFeature:
         self.server = server
         self.predictor: NextEditPredictor | None = None
         self.history: EditHistory | None = None
-        self.typing = AsYouType(server, self._load)
+        self.typing = AsYouType(server, self._load,
+                                lambda: server.settings.next_edit.active,
+                                lambda: self._status("off", ""))
+        self._told: tuple[str, str] | None = None
         self.related = RelatedContext(server, self.typing.index, self.typing.visible,
                                       self._model_path)
 
@@ -78,6 +81,9 @@ class NextEditFeature:
             self.server.spawn(old.aclose())
 
     def _status(self, status: Status, message: str) -> None:
+        if (status, message) == self._told:
+            return  # told already ("off" before the engine part was loaded)
+        self._told = (status, message)
         self.server.protocol.notify(NEXT_EDIT_STATUS, {"status": status, "message": message})
 
     # --- the documents as they are typed ------------------------------------------------------
