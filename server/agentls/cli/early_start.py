@@ -8,11 +8,11 @@ from pathlib import Path
 
 
 def start_early(workspace: Path) -> None:
-    """The project facts' git commands (tools/git/prefetch.py) and the model client's TLS
-    context (llm/tls.py). ``workspace`` is resolved (cli/main.py), as Workspace.roots are:
-    the git commands are keyed by it."""
+    """The project facts' git commands (tools/git/prefetch.py, spawned from a thread of
+    their own) and the model client's TLS context (llm/tls.py). ``workspace`` is resolved
+    (cli/main.py), as Workspace.roots are: the git commands are keyed by it."""
     from agentls.llm import tls
     from agentls.tools.git import prefetch as git_prefetch
 
-    git_prefetch.start(workspace)
+    git_prefetch.start_soon(workspace)
     tls.start()

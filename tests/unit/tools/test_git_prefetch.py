@@ -96,3 +96,15 @@ def test_what_nobody_takes_is_killed_and_reaped(repo: Path) -> None:
     assert git_prefetch.take(repo, ("status",)) is None
     process.communicate()
     assert process.returncode == 0
+
+
+async def test_commands_started_from_a_thread_are_taken_once_it_has_spawned_them(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`agentls run` spawns them from a thread (each spawn waits for git to begin): git_facts
+    waits for that thread, then takes every one instead of running its own."""
+    seen = _recording(monkeypatch)
+    plain = await git_facts(repo)
+    seen.clear()
+    git_prefetch.start_soon(repo)
+    assert await git_facts(repo) == plain
+    assert seen == [(args, True) for args in git_prefetch.FACTS_COMMANDS]
