@@ -11,7 +11,7 @@
 import * as vscode from "vscode";
 import type { ApplyWorkspaceEditParams, ApplyWorkspaceEditResult, LanguageClient } from "vscode-languageclient/node";
 import { recordTiming } from "./chat";
-import { applyEdits, FileReview, fileHunks, inCurrentRows, type RowEdit, splitLines } from "./pure/hunks";
+import { applyEdits, FileReview, fileHunks, inCurrentRows, oneEdit, type RowEdit, splitLines } from "./pure/hunks";
 import {
   keptEdit, outcome, reviewFiles, shownPath, type FileKind, type FileOutcome, type TextEdit, type WorkspaceEdit,
 } from "./pure/review";
@@ -24,6 +24,10 @@ const MANY_LENSES = 100;
 const LENS_MARGIN = 60; // rows above and below the visible ones
 /** How long after the first file is shown the others' documents are read. */
 const OTHERS_AFTER_MS = 150;
+/** Past this many row edits at once, one edit from the first to the last: every listener of
+ * document changes (the extension host, the language client, the server) takes each change
+ * of an edit on its own, and 2,000 of them in a 20,000-line file cost seconds. */
+const MANY_EDITS = 100;
 /** Kept hunks of one file that each get their own undo step; the rest share the last one. */
 const UNDO_STEPS = 500;
 
@@ -252,7 +256,7 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
     if (!edits.length) return true;
     const doc = await vscode.workspace.openTextDocument(f.uri);
     const edit = new vscode.WorkspaceEdit();
-    for (const e of edits) edit.replace(f.uri, rowRange(doc, e), e.text);
+    for (const e of fewEdits(doc, edits)) edit.replace(f.uri, rowRange(doc, e), e.text);
     const key = f.uri.toString();
     this.ours.set(key, (this.ours.get(key) ?? 0) + 1);
     try {
@@ -286,7 +290,7 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
     const key = f.uri.toString();
     this.ours.set(key, (this.ours.get(key) ?? 0) + 1);
     try {
-      return await editor.edit((b) => { for (const e of edits) b.replace(rowRange(doc, e), e.text); },
+      return await editor.edit((b) => { for (const e of fewEdits(doc, edits)) b.replace(rowRange(doc, e), e.text); },
                                { undoStopBefore: true, undoStopAfter: true });
     } catch {
       return false; // its editor was closed
@@ -713,6 +717,12 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
     });
     this.changed();
   }
+}
+
+/** The row edits to send: as they are, or past MANY_EDITS one edit spanning them. */
+function fewEdits(doc: vscode.TextDocument, edits: RowEdit[]): RowEdit[] {
+  if (edits.length <= MANY_EDITS) return edits;
+  return [oneEdit(edits, (start, end) => doc.getText(rowRange(doc, { start, end, text: "" })))];
 }
 
 /** A row edit's range in a document: whole lines; the last rows run to the document's end. */

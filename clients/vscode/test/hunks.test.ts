@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { applyEdits, applyRowEdits, FileReview, fileHunks, inCurrentRows, splitLines } from "../src/pure/hunks";
+import { applyEdits, applyRowEdits, FileReview, fileHunks, inCurrentRows, oneEdit, splitLines } from "../src/pure/hunks";
 import type { TextEdit } from "../src/pure/review";
 
 const edit = (l1: number, c1: number, l2: number, c2: number, newText: string): TextEdit =>
@@ -159,4 +159,21 @@ test("the base's line count is an editor's: one more than its line endings", () 
   assert.equal(count("a"), 1);
   assert.equal(count(""), 1);
   assert.equal(count("a\r\nb\rc\n"), 4);
+});
+
+test("many row edits as one: the rows between them sent again as they are", () => {
+  const { hunks } = fileHunks(BASE, EDITS);
+  const review = new FileReview(BASE, hunks);
+  const open = review.text();
+  const lines = splitLines(open);
+  const textOf = (start: number, end: number) => lines.slice(start, end).join("");
+  const edits = review.pending().flatMap((i) => review.decide(i, true).edit ?? []);
+  const now = inCurrentRows(edits);
+  const one = oneEdit(now, textOf);
+  assert.equal(applyRowEdits(open, [one]), applyRowEdits(open, now));
+  assert.deepEqual([one.start, one.end], [Math.min(...now.map((e) => e.start)), Math.max(...now.map((e) => e.end))]);
+  const base = splitLines(BASE);
+  const opening = new FileReview(BASE, hunks).openEdits();
+  assert.equal(applyRowEdits(BASE, [oneEdit(opening, (s, e) => base.slice(s, e).join(""))]), open,
+               "the review's text in one edit of the base");
 });

@@ -335,3 +335,17 @@ export function inCurrentRows(edits: readonly RowEdit[]): RowEdit[] {
   }
   return out;
 }
+
+/** Non-overlapping row edits as one edit of the rows from the first to the last, the rows
+ * between them (`textOf(start, end)`, as the document has them) sent again unchanged. */
+export function oneEdit(edits: readonly RowEdit[], textOf: (start: number, end: number) => string): RowEdit {
+  const sorted = [...edits].sort((a, b) => a.start - b.start);
+  let text = "";
+  let at = sorted[0].start;
+  for (const e of sorted) {
+    if (e.start > at) text += textOf(at, e.start);
+    text += e.text;
+    at = Math.max(at, e.end);
+  }
+  return { start: sorted[0].start, end: at, text };
+}
