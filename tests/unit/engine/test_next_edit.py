@@ -9,6 +9,8 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentls.engine.next_edit.hunks import hunks, line_hunks, trimmed
 from agentls.engine.next_edit.predictor import NextEditPredictor, NextEditRequest
@@ -129,6 +131,33 @@ def test_hunks_line_for_line_insertions_and_deletions() -> None:
     (delete,) = hunks("a\nb", "a")
     assert "a\nb"[:delete.start] + delete.text + "a\nb"[delete.end:] == "a"
     assert hunks(old, old) == []
+
+
+def apply(old: str, found: list[Any]) -> str:
+    """All hunks applied at once, each range in ``old``'s offsets (as an LSP edit's are)."""
+    out, done = [], 0
+    for h in found:
+        assert done <= h.start <= h.end <= len(old)
+        out += [old[done:h.start], h.text]
+        done = h.end
+    return "".join(out) + old[done:]
+
+
+def test_lines_added_after_a_last_line_without_a_line_break() -> None:
+    assert apply("a\nb", hunks("a\nb", "a\nb\n")) == "a\nb\n"
+    assert apply("a\nb", hunks("a\nb", "a\nb\nc\nd")) == "a\nb\nc\nd"
+    assert apply("", hunks("", "\n\n")) == "\n\n"
+
+
+_LINES = st.lists(st.sampled_from(["", "a", "b", "total", "x = 1"]), max_size=6)
+
+
+@given(_LINES, _LINES, st.booleans(), st.booleans())
+def test_hunks_applied_to_the_old_text_give_the_new(old_lines: list[str], new_lines: list[str],
+                                                    old_break: bool, new_break: bool) -> None:
+    old = "\n".join(old_lines) + ("\n" if old_break else "")
+    new = "\n".join(new_lines) + ("\n" if new_break else "")
+    assert apply(old, hunks(old, new)) == new
 
 
 def test_line_hunks_cut_one_at_a_time_are_the_hunks() -> None:

@@ -56,6 +56,8 @@ def line_hunks(old: str, new: str) -> list[Hunk]:
             start, end = old_starts[a1], old_starts[a2]
             text = joined_new[new_starts[b1]:new_starts[b2]]
             replaced = old[start:end] if end <= len(old) else old[start:] + "\n"
+            if a1 == a2:  # lines added, none replaced (not the sentinel line break)
+                replaced = ""
             out.append(Hunk(start, end, text, (replaced, text)))
     return out
 
@@ -67,6 +69,8 @@ def trimmed(old: str, hunk: Hunk) -> Hunk:
     tail = common_suffix(replaced, text, head)
     start, end = hunk.start + head, hunk.end - tail
     text = text[head:len(text) - tail]
+    if start > len(old):  # lines added after the region's last line, which has no line break
+        return Hunk(len(old), len(old), "\n" + text[:-1], hunk.lines)
     if end > len(old):  # past the region's last line: the sentinel line break
         end = len(old)
         if text.endswith("\n"):
