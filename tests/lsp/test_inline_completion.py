@@ -187,7 +187,10 @@ async def test_status_off_then_error_once_when_the_model_is_down(
     uri = open_doc(bare_client, project / "src" / "calc.py", "x = \n")
     for n in range(4):
         assert await ask(bare_client, uri, 0, 4 - n % 2) == []
-    assert [s["status"] for s in statuses.seen] == ["idle", "error"]
+    # "waiting" shows when the refused connection itself takes over 0.15 s (a loaded machine)
+    shown = [s["status"] for s in statuses.seen if s["status"] != "waiting"]
+    assert shown == ["idle", "error"]
+    assert statuses.seen[-1]["status"] == "error"
     assert "cannot reach" in statuses.seen[-1]["message"]
 
 
