@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentls.workspace.change_model import FileChange, FileDiff
+from agentls.workspace.line_matcher import LineMatcher
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
@@ -44,7 +45,7 @@ def line_opcodes(a: list[str], b: list[str]) -> list[Opcode]:
         ops.append(("equal", 0, head, 0, head))
     a_end, b_end = len(a) - tail, len(b) - tail
     if head < a_end or head < b_end:
-        matcher = difflib.SequenceMatcher(None, a[head:a_end], b[head:b_end])
+        matcher = LineMatcher(a[head:a_end], b[head:b_end])
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             i1, i2, j1, j2 = i1 + head, i2 + head, j1 + head, j2 + head
             if tag == "replace":
@@ -58,7 +59,7 @@ def line_opcodes(a: list[str], b: list[str]) -> list[Opcode]:
 
 def _refine(a: list[str], b: list[str], i1: int, i2: int, j1: int, j2: int) -> list[Opcode]:
     if (i2 - i1) * (j2 - j1) <= _REFINE_LIMIT:
-        matcher = difflib.SequenceMatcher(None, a[i1:i2], b[j1:j2], autojunk=False)
+        matcher = LineMatcher(a[i1:i2], b[j1:j2], autojunk=False)
         return [
             (t, x1 + i1, x2 + i1, y1 + j1, y2 + j1) for t, x1, x2, y1, y2 in matcher.get_opcodes()
         ]
