@@ -103,3 +103,20 @@ def test_the_2000_hunk_file_reports_its_drawing_and_a_goal_for_keeping(tmp_path:
     keep = next(f for f in figures if f.name.startswith(bench_vscode.REVIEW_BIG_KEEP))
     assert (drawn.value, drawn.goal, drawn.met) == (900.0, "", None)
     assert (keep.value, keep.met) == (60.0, False)
+
+
+def test_the_review_s_drawing_has_its_floor_as_baseline(tmp_path: Path) -> None:
+    path = tmp_path / "vscode_e2e.json"
+    path.write_text(json.dumps({"activationToInitializeMs": 800.0, "review": {
+        "files": 20, "hunks": 200, "rounds": 3, "drawnMs": 280.0, "floorMs": 250.0,
+        "floorLines": 111, "floorRanges": 20}, "reviewBig": {
+        "files": 1, "hunks": 2000, "rounds": 1, "drawnMs": 1200.0, "floorMs": 500.0,
+        "floorLines": 22001, "floorRanges": 4000}}))
+    figures = bench_vscode.run(path)
+    drawn = next(f for f in figures if f.name.startswith(bench_vscode.REVIEW_DRAWN))
+    big = next(f for f in figures if f.name.startswith(bench_vscode.REVIEW_BIG_DRAWN))
+    assert (drawn.baseline, drawn.ratio, drawn.met) == (250.0, 1.12, False)
+    floor = f"{bench_vscode.FLOOR} (111 lines, 20 ranges): 250 ms, medians of 3 rounds]"
+    assert floor in drawn.name
+    assert (big.baseline, big.ratio, big.goal) == (500.0, 2.4, "")
+    assert "(22001 lines, 4000 ranges): 500 ms]" in big.name

@@ -13,6 +13,9 @@
   review in the editor draws and decides for the bench (20 files, 200 hunks); and
   ``review_bench/big.py`` (BIG_LINES lines), rewritten for ``BIG_PROMPT`` with every tenth
   line changed (2,000 hunks).
+* Under ``review_bench/floor/``, each of those two edits' first file as its review shows it
+  (every changed line's old text above its new one: 110 and 22,000 lines): the e2e opens
+  them with the review's decorations and nothing else, the floor under the review's drawing.
 
 Usage: python bench_setup.py WORKSPACE SCRIPT_IN SCRIPT_OUT
 """
@@ -49,6 +52,18 @@ def review_files(workspace: Path) -> None:
         lines = [f"value_{f}_{k} = {k}\n" for k in range(REVIEW_LINES)]
         (folder / f"f{f:02}.py").write_text("".join(lines), encoding="utf-8")
     (folder / "big.py").write_text(big_text(doubled=False), encoding="utf-8")
+    floor = folder / "floor"
+    floor.mkdir(exist_ok=True)
+    step = REVIEW_LINES // REVIEW_HUNKS
+    (floor / "f01.py").write_text(laid_out([(f"value_1_{k} = {k}", k % step == step // 2)
+                                            for k in range(REVIEW_LINES)]), encoding="utf-8")
+    (floor / "big.py").write_text(laid_out([(f"big_{k} = {k}", k % 10 == 5) for k in range(BIG_LINES)]),
+                                  encoding="utf-8")
+
+
+def laid_out(lines: list[tuple[str, bool]]) -> str:
+    """A file as the review shows its edit: each changed line, then its doubled value."""
+    return "".join(f"{line}\n{line} * 2\n" if changed else f"{line}\n" for line, changed in lines)
 
 
 def big_text(doubled: bool) -> str:

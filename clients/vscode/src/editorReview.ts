@@ -70,6 +70,33 @@ class Review {
   }
 }
 
+/** The review's decoration types: added lines (background, gutter mark), removed lines. */
+export function reviewDecorations(extensionUri: vscode.Uri): { added: vscode.TextEditorDecorationType;
+                                                                removed: vscode.TextEditorDecorationType } {
+  const icon = (name: string) => vscode.Uri.joinPath(extensionUri, "media", name);
+  return {
+    added: vscode.window.createTextEditorDecorationType({
+      isWholeLine: true,
+      backgroundColor: new vscode.ThemeColor("diffEditor.insertedLineBackground"),
+      overviewRulerColor: new vscode.ThemeColor("editorOverviewRuler.addedForeground"),
+      overviewRulerLane: vscode.OverviewRulerLane.Left,
+      light: { gutterIconPath: icon("review-added-light.svg") },
+      dark: { gutterIconPath: icon("review-added-dark.svg") },
+      gutterIconSize: "contain",
+    }),
+    removed: vscode.window.createTextEditorDecorationType({
+      isWholeLine: true,
+      backgroundColor: new vscode.ThemeColor("diffEditor.removedLineBackground"),
+      overviewRulerColor: new vscode.ThemeColor("editorOverviewRuler.deletedForeground"),
+      overviewRulerLane: vscode.OverviewRulerLane.Left,
+      opacity: "0.75",
+      light: { gutterIconPath: icon("review-removed-light.svg") },
+      dark: { gutterIconPath: icon("review-removed-dark.svg") },
+      gutterIconSize: "contain",
+    }),
+  };
+}
+
 export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
   vscode.TextDocumentContentProvider, vscode.FileDecorationProvider {
   private review: Review | undefined;
@@ -84,26 +111,9 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
   private queue: Promise<unknown> = Promise.resolve(); // decisions, one at a time
 
   constructor(extensionUri: vscode.Uri, private readonly status: StatusItem) {
-    const icon = (name: string) => vscode.Uri.joinPath(extensionUri, "media", name);
-    this.added = vscode.window.createTextEditorDecorationType({
-      isWholeLine: true,
-      backgroundColor: new vscode.ThemeColor("diffEditor.insertedLineBackground"),
-      overviewRulerColor: new vscode.ThemeColor("editorOverviewRuler.addedForeground"),
-      overviewRulerLane: vscode.OverviewRulerLane.Left,
-      light: { gutterIconPath: icon("review-added-light.svg") },
-      dark: { gutterIconPath: icon("review-added-dark.svg") },
-      gutterIconSize: "contain",
-    });
-    this.removed = vscode.window.createTextEditorDecorationType({
-      isWholeLine: true,
-      backgroundColor: new vscode.ThemeColor("diffEditor.removedLineBackground"),
-      overviewRulerColor: new vscode.ThemeColor("editorOverviewRuler.deletedForeground"),
-      overviewRulerLane: vscode.OverviewRulerLane.Left,
-      opacity: "0.75",
-      light: { gutterIconPath: icon("review-removed-light.svg") },
-      dark: { gutterIconPath: icon("review-removed-dark.svg") },
-      gutterIconSize: "contain",
-    });
+    const { added, removed } = reviewDecorations(extensionUri);
+    this.added = added;
+    this.removed = removed;
     const command = (id: string, run: (...args: never[]) => unknown) =>
       this.disposables.push(vscode.commands.registerCommand(id, run));
     command("agentls.review.keep", (uri?: string, index?: number) => this.decideHere(true, uri, index));

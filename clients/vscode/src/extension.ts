@@ -16,6 +16,7 @@ import { CompletionStatusItem } from "./completion";
 import { NextEdits } from "./nextEdit";
 import { createClient, serverCommand, serverConfig, showMcpServers } from "./server";
 import { EditorReview } from "./editorReview";
+import { registerReviewFloor } from "./reviewFloor";
 import { reviewEdit } from "./review";
 import { StatusItem } from "./status";
 
@@ -37,6 +38,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const nextEdits = new NextEdits(() => client);
   const inEditor = new EditorReview(context.extensionUri, status);
   const conversation = new Conversation(() => client, panel, status);
+  if (process.env.AGENTLS_VSCODE_TIMINGS) context.subscriptions.push(registerReviewFloor(context.extensionUri));
   chat.options = { params: (id) => conversation.chatParams(id),
                    sessionChanged: (id) => void conversation.refresh(id) };
   context.subscriptions.push(output, status, completion, nextEdits, inEditor,
