@@ -19,8 +19,8 @@ SUITES = ["bench.bench_llm", "bench.bench_tools", "bench.bench_engine", "bench.b
           "bench.bench_completion", "bench.bench_next_edit",
           "bench.bench_request", "bench.bench_cli", "bench.bench_sandbox",
           "bench.bench_vscode", "bench.bench_index", "bench.bench_history",
-          "bench.bench_acp", "bench.bench_nvim_review", "bench.bench_mcp", "bench.bench_search",
-          "bench.bench_langservers"]
+          "bench.bench_acp", "bench.bench_nvim_review", "bench.bench_review_check",
+          "bench.bench_mcp", "bench.bench_search", "bench.bench_langservers"]
 RESULTS = Path(__file__).resolve().parent / "results"
 
 

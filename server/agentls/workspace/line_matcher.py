@@ -5,10 +5,12 @@ difflib finds the longest match in the whole window, then recurses left and righ
 (an agent's edit of every tenth line) cost 2,000 scans of a shrinking window: seconds. Here a
 window's candidates are the ends of its runs of equal lines along diagonals (the pairs
 difflib's scan counts, popular lines left out as it does), kept in a heap ordered as that scan
-would prefer them (longer, then ending first in a, then in b). A child window takes its
-parent's heap and clips a run to its borders only when the run comes to the top; the smaller
-child is scanned afresh, so the work is the file's size times a logarithm, not times the
-number of blocks. Each block is widened over equal lines exactly as difflib does.
+would prefer them (longer, then ending first in a, then in b). The larger child window takes
+its parent's heap and clips a run to its borders only when the run comes to the top; the
+smaller child starts afresh, so the work is the file's size times a logarithm, not times the
+number of blocks. A fresh window is answered by difflib's own scan (cheaper when the splits
+are balanced, as for changes at random lines) until splits in a row leave nearly all of it on
+one side; then it builds a heap. Each block is widened over equal lines as difflib does.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ _Run = tuple[int, int, int]
 _Window = tuple[int, int, int, int]
 # Windows up to this many lines of a, with no heap from their parent, are scanned by difflib.
 _SCAN_LIMIT = 64
+# A heap is built after this many splits in a row that leave 7/8 of the window on one side.
+_LOPSIDED_SPLITS = 4
 
 
 class LineMatcher(difflib.SequenceMatcher[str]):
@@ -42,29 +46,38 @@ class LineMatcher(difflib.SequenceMatcher[str]):
             return self.matching_blocks
         la, lb = len(self.a), len(self.b)
         blocks: list[tuple[int, int, int]] = []
-        queue: list[tuple[_Window, list[_Run] | None]] = [((0, la, 0, lb), None)]
+        # A window comes with its parent's heap, or none: then difflib's own scan answers it,
+        # unless its ancestors' splits were lopsided (the chain of scans that makes difflib
+        # slow), when it builds a heap for itself and its larger parts.
+        queue: list[tuple[_Window, list[_Run] | None, int]] = [((0, la, 0, lb), None, 0)]
         while queue:
-            window, runs = queue.pop()
+            window, runs, lopsided = queue.pop()
             alo, ahi, blo, bhi = window
-            if runs is None and ahi - alo <= _SCAN_LIMIT:
-                i, j, k = self.find_longest_match(alo, ahi, blo, bhi)  # difflib's own scan
+            if runs is None and lopsided >= _LOPSIDED_SPLITS and ahi - alo > _SCAN_LIMIT:
+                runs = self._runs(window)
+            if runs is None:
+                i, j, k = self.find_longest_match(alo, ahi, blo, bhi)
             else:
-                runs = self._runs(window) if runs is None else runs
                 i, j, k = self._widen(window, *_longest(runs, window))
             if not k:
                 continue
             blocks.append((i, j, k))
-            left = (alo, i, blo, j) if alo < i and blo < j else None
-            right = (i + k, ahi, j + k, bhi) if i + k < ahi and j + k < bhi else None
-            # The larger side keeps the heap; the smaller one is scanned again.
-            if left and right and (i - alo) + (j - blo) > (ahi - i - k) + (bhi - j - k):
-                queue.append((right, None))
-                queue.append((left, runs))
+            parts = [(size, part) for size, part in (
+                ((i - alo) + (j - blo), (alo, i, blo, j)),
+                ((ahi - i - k) + (bhi - j - k), (i + k, ahi, j + k, bhi)))
+                if part[0] < part[1] and part[2] < part[3]]
+            if not parts:
+                continue
+            parts.sort(key=lambda p: p[0])  # the larger (right on a tie) last
+            for _, part in parts[:-1]:
+                queue.append((part, None, 0))
+            size, larger = parts[-1]
+            if runs is not None:
+                queue.append((larger, runs, 0))
+            elif 8 * size > 7 * ((ahi - alo) + (bhi - blo)):
+                queue.append((larger, None, lopsided + 1))
             else:
-                if left:
-                    queue.append((left, None if right else runs))
-                if right:
-                    queue.append((right, runs))
+                queue.append((larger, None, 0))
         blocks.sort()
         # Adjacent blocks merged, as difflib does.
         i1 = j1 = k1 = 0

@@ -50,9 +50,10 @@ def test_the_same_blocks_as_difflib(pair: tuple[list[str], list[str]], autojunk:
     a, b = pair
     expected = difflib.SequenceMatcher(None, a, b, autojunk).get_matching_blocks()
     assert LineMatcher(a, b, autojunk).get_matching_blocks() == expected
-    # Small windows are left to difflib's scan: without that, every window goes by the heap.
+    # Most windows are left to difflib's scan: without that, every window goes by the heap.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(line_matcher, "_SCAN_LIMIT", 0)
+        patch.setattr(line_matcher, "_LOPSIDED_SPLITS", 0)
         assert LineMatcher(a, b, autojunk).get_matching_blocks() == expected
 
 
