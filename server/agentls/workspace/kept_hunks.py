@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentls.workspace.line_diff import line_opcodes, split_lines
+from agentls.workspace.line_diff import Opcode, line_opcodes, split_lines
 
 
 @dataclass(frozen=True)
@@ -26,21 +26,38 @@ class Hunk:
 
 def hunks(base: str, proposed: str) -> list[Hunk]:
     a, b = split_lines(base), split_lines(proposed)
-    out: list[Hunk] = []
-    for tag, i1, i2, j1, j2 in line_opcodes(a, b):
-        if tag != "equal":
-            out.append(Hunk(len(out) + 1, i1 + 1, tuple(a[i1:i2]), tuple(b[j1:j2])))
-    return out
+    return _hunks(a, b, line_opcodes(a, b))
 
 
 def kept_hunks(base: str, proposed: str, now: str) -> list[bool | None] | None:
     """For each hunk of base -> proposed, whether ``now`` holds its new lines (True), the
     base's (False), or other lines where it was (None: the person edited it); None when the
     lines between the hunks do not match (the text was edited elsewhere)."""
-    a, b, c = split_lines(base), split_lines(proposed), split_lines(now)
+    a, b = split_lines(base), split_lines(proposed)
+    return _kept(a, b, split_lines(now), line_opcodes(a, b))
+
+
+def hunks_and_kept(base: str, proposed: str,
+                   now: str) -> tuple[list[Hunk], list[bool | None] | None]:
+    """``hunks`` and ``kept_hunks`` together, with the line diff computed once."""
+    a, b = split_lines(base), split_lines(proposed)
+    ops = line_opcodes(a, b)
+    return _hunks(a, b, ops), _kept(a, b, split_lines(now), ops)
+
+
+def _hunks(a: list[str], b: list[str], ops: list[Opcode]) -> list[Hunk]:
+    out: list[Hunk] = []
+    for tag, i1, i2, j1, j2 in ops:
+        if tag != "equal":
+            out.append(Hunk(len(out) + 1, i1 + 1, tuple(a[i1:i2]), tuple(b[j1:j2])))
+    return out
+
+
+def _kept(a: list[str], b: list[str], c: list[str],
+          ops: list[Opcode]) -> list[bool | None] | None:
     # The text as segments: (old, None) for unchanged lines, (old, new) for a hunk.
     segments: list[tuple[Sequence[str], Sequence[str] | None]] = []
-    for tag, i1, i2, j1, j2 in line_opcodes(a, b):
+    for tag, i1, i2, j1, j2 in ops:
         segments.append((a[i1:i2], None) if tag == "equal" else (a[i1:i2], b[j1:j2]))
     # Positions in `now` reachable after each segment, with how they were reached; in
     # practice one or two, so this is linear in the text.

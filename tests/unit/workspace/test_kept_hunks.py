@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentls.workspace.kept_hunks import hunks, kept_hunks
+from agentls.workspace.kept_hunks import hunks, hunks_and_kept, kept_hunks
 
 BASE = "".join(f"line {i}\n" for i in range(1, 21))
 PROPOSED = BASE.replace("line 2\n", "line two\n").replace("line 18\n", "line eighteen\n")
@@ -82,6 +82,7 @@ def test_any_subset_of_hunks_is_recognised(base_lines: list[str], new_lines: lis
     now = "".join(lines)
     result = kept_hunks(base, proposed, now)
     assert result is not None
+    assert hunks_and_kept(base, proposed, now) == (found, result)
     # Ambiguous texts may be read another way, but must rebuild the same text.
     rebuilt = base_lines[:]
     for h, keep in sorted(zip(found, result, strict=True), key=lambda p: -p[0].line):
