@@ -117,7 +117,8 @@ async def test_a_stale_version_is_dropped(bare_client: AgentClient, project: Pat
 async def test_a_keystroke_closes_the_older_model_stream(
         bare_client: AgentClient, project: Path, model: ReplayServer) -> None:
     model.load({"steps": [{"times": "*", "reply": {"rewrite": [["count", "total"]],
-                                                   "chunk_size": 4, "delay_s": 0.05}}]})
+                                                   "chunk_size": 4, "delay_s": 0.2}}]})
+    # Slow enough (about 8 s whole) that on a loaded machine the keystroke still comes mid-stream.
     await start(bare_client, project, model)
     uri = open_doc(bare_client, project / "src" / "scale.py", SOURCE)
     change_doc(bare_client, uri, RENAMED)
