@@ -26,7 +26,6 @@ from agentls.lsp.services.protocol import COMPLETION_STATUS
 if TYPE_CHECKING:
     from agentls.engine.inline.completer import InlineCompleter
     from agentls.engine.inline.related_files import OpenBuffer, RelatedFiles
-    from agentls.engine.model_slots import Status
     from agentls.lsp.services.server_context import ServerContext
 
 log = logging.getLogger(__name__)
@@ -43,8 +42,7 @@ class InlineCompletionFeature:
         self.completer: InlineCompleter | None = None
         self.typing = AsYouType(server, self._load,
                                 lambda: server.settings.completion.active,
-                                lambda: self._status("off", ""))
-        self._told: tuple[str, str] | None = None
+                                COMPLETION_STATUS)
         self._units: dict[str, str] = {}
         self._related: RelatedFiles | None = None
 
@@ -57,24 +55,13 @@ class InlineCompletionFeature:
         self._related = related.RelatedFiles(
             roots=lambda: self.server.roots, visible=self.typing.visible,
             open_text=self._open_text, search=self._search, spawn=self.server.spawn)
-        completer: InlineCompleter = module.InlineCompleter(self._status)
+        completer: InlineCompleter = module.InlineCompleter(self.typing.tell)
         self.completer = completer
         self.on_settings()
         return completer
 
     def on_settings(self) -> None:
-        completer = self.completer
-        if not self.typing.new_settings(loaded=completer is not None) or completer is None:
-            return
-        old = completer.use_settings(self.server.settings)
-        if old is not None:
-            self.server.spawn(old.aclose())
-
-    def _status(self, status: Status, message: str) -> None:
-        if (status, message) == self._told:
-            return  # told already ("off" before the engine part was loaded)
-        self._told = (status, message)
-        self.server.protocol.notify(COMPLETION_STATUS, {"status": status, "message": message})
+        self.typing.follow_settings(self.completer)
 
     # --- the request -----------------------------------------------------------------------------
 

@@ -40,7 +40,6 @@ from agentls.lsp.services.protocol import (
 from agentls.lsp.services.protocol_params import inline_edit_id, parse_next_edit_params
 
 if TYPE_CHECKING:
-    from agentls.engine.model_slots import Status
     from agentls.engine.next_edit.predictor import NextEditPredictor, Suggestion
     from agentls.engine.next_edit.recent_edits import EditHistory
     from agentls.lsp.services.server_context import ServerContext
@@ -57,8 +56,7 @@ class NextEditFeature:
         self.history: EditHistory | None = None
         self.typing = AsYouType(server, self._load,
                                 lambda: server.settings.next_edit.active,
-                                lambda: self._status("off", ""))
-        self._told: tuple[str, str] | None = None
+                                NEXT_EDIT_STATUS)
         self.related = RelatedContext(server, self.typing.index, self.typing.visible,
                                       self._model_path)
 
@@ -67,24 +65,13 @@ class NextEditFeature:
     async def _load(self) -> NextEditPredictor:
         await self.server.ready()
         module = await self.server.imported("agentls.engine.next_edit.predictor")
-        predictor: NextEditPredictor = module.NextEditPredictor(self._status)
+        predictor: NextEditPredictor = module.NextEditPredictor(self.typing.tell)
         self.predictor = predictor
         self.on_settings()
         return predictor
 
     def on_settings(self) -> None:
-        predictor = self.predictor
-        if not self.typing.new_settings(loaded=predictor is not None) or predictor is None:
-            return
-        old = predictor.use_settings(self.server.settings)
-        if old is not None:
-            self.server.spawn(old.aclose())
-
-    def _status(self, status: Status, message: str) -> None:
-        if (status, message) == self._told:
-            return  # told already ("off" before the engine part was loaded)
-        self._told = (status, message)
-        self.server.protocol.notify(NEXT_EDIT_STATUS, {"status": status, "message": message})
+        self.typing.follow_settings(self.predictor)
 
     # --- the documents as they are typed ------------------------------------------------------
 
