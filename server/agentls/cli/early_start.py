@@ -4,15 +4,27 @@ passes on the other core meanwhile. Each piece is taken where it is used, or dis
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 
 def start_early(workspace: Path) -> None:
     """The project facts' git commands (tools/git/prefetch.py, spawned from a thread of
-    their own) and the model client's TLS context (llm/tls.py). ``workspace`` is resolved
-    (cli/main.py), as Workspace.roots are: the git commands are keyed by it."""
+    their own), the model client's TLS context (llm/tls.py) and the platform string its
+    request headers carry. ``workspace`` is resolved (cli/main.py), as Workspace.roots are:
+    the git commands are keyed by it."""
     from agentls.llm import tls
     from agentls.tools.git import prefetch as git_prefetch
 
     git_prefetch.start_soon(workspace)
     tls.start()
+    # The openai client's first request sends platform.platform(), which on Linux and macOS
+    # runs `uname -p` (a process spawn, waited for); the standard library keeps the answer,
+    # so asked here it is ready when the request is built.
+    threading.Thread(target=_platform, name="agentls-platform").start()
+
+
+def _platform() -> None:
+    import platform
+
+    platform.platform()
