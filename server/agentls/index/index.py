@@ -26,10 +26,10 @@ from agentls.index.embedding import (
     embed_chunks,
     quantize,
 )
-from agentls.index.fence_walk import resolve, visible_files
 from agentls.index.journal import ChangeJournal
 from agentls.index.words import index_text, split_identifier
 from agentls.workspace.fence import Workspace
+from agentls.workspace.walk import resolve, visible_files
 
 log = logging.getLogger(__name__)
 

@@ -9,14 +9,13 @@ search index. Blocking (walks the workspace, queries the index): call it off the
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentls.workspace.fence import Workspace
+from agentls.workspace.walk import visible_files
 
 if TYPE_CHECKING:
     from agentls.index.service import WorkspaceSearch
@@ -51,19 +50,13 @@ def workspace_files(ws: Workspace) -> tuple[list[str], bool]:
     files: list[str] = []
     cut = False
     with ws.listing():
-        for root in ws.roots:
-            for current, dirs, names in os.walk(root):
-                here = Path(current)
-                dirs[:] = sorted(d for d in dirs if ws.is_visible(here / d))
-                for name in sorted(names):
-                    full = here / name
-                    if ws.is_visible(full):
-                        files.append(ws.display_path(full))
-                if len(files) >= MAX_FILES:
-                    cut = True
-                    break
-    _listings[key] = _Listing(time.monotonic(), files[:MAX_FILES], cut)
-    return files[:MAX_FILES], cut
+        for display, _path in visible_files(ws):
+            if len(files) == MAX_FILES:
+                cut = True
+                break
+            files.append(display)
+    _listings[key] = _Listing(time.monotonic(), files, cut)
+    return files, cut
 
 
 def _score(query: str, path: str) -> float | None:

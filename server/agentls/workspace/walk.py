@@ -1,5 +1,5 @@
-"""Which files of the workspace the index looks at: the fence's visible files, walked
-(a full update) or looked up (the paths an editor saved)."""
+"""The fence's visible files, walked (the index's full update, the ``@`` mentions' file list)
+or looked up (the paths an editor saved)."""
 
 from __future__ import annotations
 

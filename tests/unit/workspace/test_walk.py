@@ -1,12 +1,12 @@
-"""The index's walk of the fence: the files os.walk and is_visible gave, faster."""
+"""The walk of the fence (workspace/walk.py): the files os.walk and is_visible gave, faster."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from agentls.index.fence_walk import visible_files
 from agentls.workspace.fence import Workspace
+from agentls.workspace.walk import visible_files
 
 
 def write(path: Path, text: str) -> None:
