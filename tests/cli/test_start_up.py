@@ -172,12 +172,22 @@ def test_agentls_run_imports_the_tools_code_only_when_a_tool_is_called() -> None
     assert printed == "[]"
 
 
-def test_agentls_run_builds_the_code_intel_tools_models_only_when_one_is_called() -> None:
-    # engine/check.py imports tools/code_intel.py for its summary helpers; the parameter
-    # models of diagnostics, definition, references ... are built on their first call.
+def test_agentls_run_imports_the_code_intel_tools_only_for_a_check_or_a_call() -> None:
+    # engine/check.py takes tools/code_intel.py's summary helpers when it checks; a run
+    # makes its CheckState before the first request without them. Nor is the resolver of
+    # attachments there (engine/prompt/references.py): `agentls run` attaches nothing.
     printed = printed_after_run_imports(
-        "[m.__pydantic_complete__ for m in (sys.modules['agentls.tools.code_intel']"
-        ".DiagnosticsParams, sys.modules['agentls.tools.code_intel'].PositionParams)]")
+        "sorted(m for m in ('agentls.tools.code_intel', 'agentls.engine.prompt.references') "
+        "if m in sys.modules)")
+    assert printed == "[]"
+
+
+def test_a_check_builds_none_of_the_code_intel_tools_models() -> None:
+    # The parameter models of diagnostics, definition, references ... are built on a
+    # tool's first call, not when a check imports their module for its helpers.
+    printed = printed_after_run_imports(
+        "[m.__pydantic_complete__ for m in (__import__('agentls.tools.code_intel').tools"
+        ".code_intel.DiagnosticsParams, sys.modules['agentls.tools.code_intel'].PositionParams)]")
     assert printed == "[False, False]"
 
 
@@ -189,7 +199,7 @@ def test_agentls_run_imports_the_mcp_client_only_with_an_mcp_server() -> None:
     assert printed == "[]"
 
 
-def test_agentls_run_asks_the_model_before_loading_the_language_server_client(
+def test_agentls_run_asks_the_model_before_loading_the_language_server_client_or_tools(
         tmp_path: Path) -> None:
     # With lsp.detect on (the default) and basedpyright beside AgentLS (the dev extra), a
     # Python project is covered and the code-intel tools are offered; deciding that (root
@@ -213,7 +223,7 @@ def test_agentls_run_asks_the_model_before_loading_the_language_server_client(
             "    if event == 'socket.connect' and isinstance(args[1], tuple) and \\\n"
             f"            args[1][1] == {port} and not hook.done:\n"
             "        hook.done = True\n"
-            "        prefixes = ('lsprotocol', 'pygls', 'agentls.langservers.')\n"
+            "        prefixes = ('lsprotocol', 'pygls', 'agentls.')\n"
             f"        with open({str(out)!r}, 'w') as f:\n"
             "            json.dump(sorted(m for m in sys.modules if m.startswith(prefixes)), f)\n"
             "hook.done = False\n"
@@ -233,3 +243,8 @@ def test_agentls_run_asks_the_model_before_loading_the_language_server_client(
                                                               "fleet")], loaded
     if (Path(sys.executable).parent / "basedpyright-langserver").exists():
         assert "diagnostics" in offered
+    # Nor the tools' code, the code-intel tools' module or the resolver of attachments: the
+    # first request of a run that attaches nothing needs none of them.
+    assert not [m for m in loaded if m in ("agentls.tools.builtin", "agentls.tools.files",
+                                           "agentls.tools.code_intel",
+                                           "agentls.engine.prompt.references")], loaded

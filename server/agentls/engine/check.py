@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from agentls.engine.events import Frontend, ToolCallStarted, ToolResultEvent
 from agentls.settings.models import AgentConfig
-from agentls.tools.code_intel import changed_files, problem_line, summary_words
 from agentls.workspace.fence import Workspace
 
 if TYPE_CHECKING:
@@ -81,6 +80,8 @@ class CheckState:
         return bool(texts) and texts != self._checked_texts
 
     async def run(self, servers: LangServers, ws: Workspace, frontend: Frontend) -> CheckResult:
+        from agentls.tools.code_intel import changed_files
+
         self._checked_texts = {str(c.path): c.text for c in ws.changeset.changes()}
         call_id = f"check-{uuid.uuid4().hex[:8]}"
         paths = changed_files(ws)
@@ -96,6 +97,10 @@ class CheckState:
 
 
 async def check(servers: LangServers, ws: Workspace, config: AgentConfig) -> CheckResult:
+    # The code-intel tools' module (its parameter models) waits for the first check: every
+    # run makes a CheckState, few reach a check.
+    from agentls.tools.code_intel import changed_files, problem_line, summary_words
+
     paths = changed_files(ws)
     shown = [ws.display_path(p) for p in paths]
     served = [p for p in paths if any(s.serves(p) for s in servers.specs(ws))]

@@ -32,8 +32,8 @@ HOVER_CHARS = 2_000
 
 
 class _Params(BaseModel):
-    # Built on a tool's first call: the run imports this module (engine/check.py) before its
-    # first request, when none of these tools has been called.
+    # Built on a tool's first call: a check of the loop's changes (engine/check.py) imports
+    # this module for its helpers, before any of these tools may have been called.
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 

@@ -6,7 +6,7 @@ The built-in tools' JSON Schemas as sent to the model, so the first request need
 
 from typing import Any
 
-SOURCE_HASH = 'adba2277f394a593c516e461196f8c781c1e6a0d1e059aaca7dd39fdf687ef0f'
+SOURCE_HASH = '79bd4c83ff2100b58c57850853926c87c098ac49b3613154fde8a04b3820dc36'
 
 SCHEMAS: dict[str, dict[str, Any]] = {'list_files': {'properties': {'path': {'default': '.',
                                         'description': 'Folder to list.',

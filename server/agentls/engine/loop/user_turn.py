@@ -77,9 +77,11 @@ def store_request(store: SessionStore, run: RunState, request: RunRequest, messa
     """Store the turn's request with what the history shows of it (the person's words,
     the chips, refusals and the review's notes as fields), and tell the front-end. The
     model reads the notes first (engine/review_notes.py); they are told once."""
-    from agentls.engine.prompt.references import mark_trimmed
+    chips: list[dict[str, Any]] = []
+    if request.chips:  # a turn with no attachment does not import their resolver
+        from agentls.engine.prompt.references import mark_trimmed
 
-    chips = [c.to_dict() for c in mark_trimmed(request.chips, trimmed)]
+        chips = [c.to_dict() for c in mark_trimmed(request.chips, trimmed)]
     refused = [r.to_dict() for r in request.refused]
     mode = modes.of_session(run.session).id
     metadata: dict[str, Any] = {"prompt": request.prompt, "run_id": run.run_id,
