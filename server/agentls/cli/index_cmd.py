@@ -96,6 +96,7 @@ def _update(search: Any, as_json: bool) -> int:
             bar.update(tasks[phase], completed=done, total=total)
 
         stats = search.update(progress=progress)
+    search.save_vectors()  # the next `agentls search` reads them in one go
     status = search.index.status()
     if as_json:
         print(json.dumps({"update": asdict(stats), "status": asdict(status)}))

@@ -5,7 +5,10 @@
 symbol and its path (see ``words.py``), stemmed by FTS5's porter tokenizer; ``vectors``
 holds one int8 vector per distinct chunk text, keyed by its hash, so unchanged chunks of an
 edited file and renamed files keep theirs.
-``meta`` records the schema version and which embedder made the vectors.
+``meta`` records the schema version, which embedder made the vectors, the store's id (new
+with every file made) and how many writes it has had: together its ``stamp``, which says
+whether a copy made from it (``vector_file.py``) is current. Every write goes through
+``writing``.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import contextlib
 import logging
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -92,6 +95,8 @@ def open_store(path: Path) -> sqlite3.Connection:
             version = _version(conn)
             if version == SCHEMA_VERSION:
                 conn.execute("SELECT count(*) FROM chunks_fts WHERE rowid = 0").fetchone()
+                if get_meta(conn, "store_id") is None:  # made before stores had an id
+                    set_meta(conn, "store_id", os.urandom(8).hex())
                 return conn
             conn.close()
             reason = f"schema version {version} (this agentls writes {SCHEMA_VERSION})"
@@ -105,10 +110,35 @@ def open_store(path: Path) -> sqlite3.Connection:
         conn = _connect(path)
         conn.executescript(_SCHEMA)
         conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        conn.execute("INSERT INTO meta VALUES ('store_id', ?)", (os.urandom(8).hex(),))
     except sqlite3.Error as exc:
         raise IndexStoreError(f"cannot create the search index {path}: {exc}; check the disk "
                               "space and the folder's permissions") from exc
     return conn
+
+
+@contextlib.contextmanager
+def writing(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction, counted in ``meta.writes``: whole or rolled back."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("INSERT INTO meta VALUES ('writes', '1') ON CONFLICT(key) "
+                     "DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def stamp(conn: sqlite3.Connection) -> str | None:
+    """This state of the store (its id, its writes, the embedder); None for a store made
+    before stores had an id (read from SQLite then, never from a copy)."""
+    meta = dict(conn.execute(
+        "SELECT key, value FROM meta WHERE key IN ('store_id', 'writes', 'embedder')"))
+    if "store_id" not in meta:
+        return None
+    return f"{meta['store_id']}:{meta.get('writes', '0')}:{meta.get('embedder', '')}"
 
 
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentls.index import db as store
+from agentls.index import vector_file
 from agentls.index.chunker import chunk_file
 from agentls.index.embedding import (
     Embedder,
@@ -132,10 +133,9 @@ class SemanticIndex:
             if recorded is not None and recorded != "none":
                 log.warning("search index vectors were made by %s, now %s: re-embedding",
                             recorded, self.embedder_id)
-            self.conn.execute("BEGIN IMMEDIATE")
-            self.conn.execute("DELETE FROM vectors")
-            store.set_meta(self.conn, "embedder", self.embedder_id)
-            self.conn.execute("COMMIT")
+            with store.writing(self.conn):
+                self.conn.execute("DELETE FROM vectors")
+                store.set_meta(self.conn, "embedder", self.embedder_id)
             self.journal.record(everything=True)
         return True
 
@@ -240,14 +240,9 @@ class SemanticIndex:
                 chunks = chunk_file(display, text) if text is not None else []
             prepared.append((display, st, sha, chunks))
         with self.lock:
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
+            with store.writing(self.conn):
                 for display, st, sha, chunks in prepared:
                     self._write_file(display, st, sha, chunks, known, stats, written)
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
             self.journal.record(written.removed_ids, written.added)
         if touched is not None:
             touched.merge(written)
@@ -291,15 +286,14 @@ class SemanticIndex:
                 stats: UpdateStats, touched: Touched | None = None) -> None:
         removed = Touched()
         with self.lock:
-            self.conn.execute("BEGIN IMMEDIATE")
-            for display in gone:
-                old = known.pop(display, None)
-                if old is None:
-                    continue
-                removed.drop(store.delete_file_rows(self.conn, old[0]))
-                self.conn.execute("DELETE FROM files WHERE id = ?", (old[0],))
-                stats.files_removed += 1
-            self.conn.execute("COMMIT")
+            with store.writing(self.conn):
+                for display in gone:
+                    old = known.pop(display, None)
+                    if old is None:
+                        continue
+                    removed.drop(store.delete_file_rows(self.conn, old[0]))
+                    self.conn.execute("DELETE FROM files WHERE id = ?", (old[0],))
+                    stats.files_removed += 1
             self.journal.record(removed.removed_ids)
         if touched is not None:
             touched.merge(removed)
@@ -349,9 +343,9 @@ class SemanticIndex:
                 rows = list(zip((h for h, _ in part), quantize(vectors), strict=True))
                 with self.lock:
                     # One transaction a batch: alone, each row was a commit of its own.
-                    self.conn.execute("BEGIN IMMEDIATE")
-                    self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
-                    self.conn.execute("COMMIT")
+                    with store.writing(self.conn):
+                        self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+                                              rows)
                     self.journal.record(dirty=(h for h, _ in part))
                 stats.vectors_added += len(rows)
                 if progress is not None:
@@ -375,8 +369,9 @@ class SemanticIndex:
             bare = one("SELECT count(*) FROM chunks c LEFT JOIN vectors v ON v.hash = c.hash "
                        "WHERE v.hash IS NULL").fetchone()[0]
             updated = store.get_meta(self.conn, "updated_at")
-        size = sum(os.path.getsize(f"{self.path}{s}") for s in ("", "-wal")
-                   if os.path.exists(f"{self.path}{s}"))
+        size = sum(os.path.getsize(p) for p in (f"{self.path}", f"{self.path}-wal",
+                                                  vector_file.path_beside(self.path))
+                   if os.path.exists(p))
         provider, _, model = (self.recorded_embedder() or self.embedder_id).partition(":")
         return IndexStatus(str(self.path), files, chunks, vectors,
                            bare if provider != "none" else 0, provider, model, size,

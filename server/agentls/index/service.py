@@ -41,6 +41,13 @@ class WorkspaceSearch:
             return self.index.update(paths, progress=progress, embed=embed, deadline=deadline,
                                      cancelled=cancelled)
 
+    def save_vectors(self) -> None:
+        """Make the vectors' copy beside the index current, so the first search of a new
+        process reads it in one go (``vector_file.py``); nothing when it is current already
+        or the index has no vectors."""
+        if self.index.embedder is not None:
+            self.cache.load(self.index)
+
     def close(self) -> None:
         self.index.close()
         if self.reranker is not None:

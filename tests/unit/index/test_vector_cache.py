@@ -6,8 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from tests.unit.index.test_semantic_index import CountingEmbedder, write
 
+from agentls.index import db as store
+from agentls.index import vector_file
 from agentls.index.index import SemanticIndex
 from agentls.index.service import WorkspaceSearch
 from agentls.index.vector_cache import BLOCK_ROWS, TOMBSTONE, VectorCache, scores
@@ -111,3 +114,107 @@ def test_block_products_rank_as_the_float32_product() -> None:
         top = min(50, rows)
         assert list(np.argsort(-blocked, kind="stable")[:top]) == list(
             np.argsort(-whole, kind="stable")[:top])
+
+
+def _repo(tmp_path: Path, files: int = 12) -> Path:
+    root = tmp_path / "repo"
+    for n in range(files):
+        write(root / f"m{n}.py", f"def f{n}(x):\n    return x * {n}\n\n\ndef g{n}():\n    pass\n")
+    return root
+
+
+def test_a_new_process_reads_the_current_copy_and_holds_what_the_index_stores(
+        tmp_path: Path) -> None:
+    """The copy beside the index (vector_file.py) is written by the load from SQLite and
+    read by the next new cache while the index is unchanged: the same rows, and room to
+    append as after a load from SQLite."""
+    root = _repo(tmp_path)
+    index = SemanticIndex(Workspace([root]), CountingEmbedder())
+    search = WorkspaceSearch(index)
+    search.update()
+    first = VectorCache()
+    from_sql = held(first, index)
+    assert first.copies_read == 0 and vector_file.path_beside(index.path).exists()
+    second = VectorCache()
+    assert held(second, index) == from_sql and second.copies_read == 1
+    # The copy's arrays take edits as a load from SQLite's do.
+    write(root / "new.py", "def added_later():\n    return 7\n")
+    search.update([root / "new.py"])
+    assert held(second, index) == fresh(index) and second.reloads == 1
+
+
+def test_any_write_makes_the_copy_stale(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    index = SemanticIndex(Workspace([root]), CountingEmbedder())
+    search = WorkspaceSearch(index)
+    search.update()
+    search.save_vectors()
+    for change in (lambda: write(root / "m1.py", "def changed():\n    return 0\n"),
+                   lambda: (root / "m2.py").rename(root / "moved.py"),
+                   lambda: (root / "m3.py").unlink()):
+        stamp = store.stamp(index.conn)
+        change()
+        search.update()
+        assert store.stamp(index.conn) != stamp
+        stale_read = VectorCache()
+        assert held(stale_read, index) == dict(_sql_rows(index)) and stale_read.copies_read == 0
+        again = VectorCache()  # the load from SQLite saved the copy anew
+        assert held(again, index) == dict(_sql_rows(index)) and again.copies_read == 1
+
+
+def _sql_rows(index: SemanticIndex) -> list[tuple[int, bytes]]:
+    return index.conn.execute("SELECT c.id, v.vec FROM chunks c JOIN vectors v "
+                              "ON v.hash = c.hash").fetchall()
+
+
+def test_a_rolled_back_write_counts_nothing_a_rebuilt_index_is_another_store(
+        tmp_path: Path) -> None:
+    root = _repo(tmp_path, 2)
+    index = SemanticIndex(Workspace([root]), CountingEmbedder())
+    WorkspaceSearch(index).update()
+    stamp = store.stamp(index.conn)
+    try:
+        with store.writing(index.conn):
+            index.conn.execute("DELETE FROM vectors")
+            raise RuntimeError("midway")
+    except RuntimeError:
+        pass
+    assert store.stamp(index.conn) == stamp and fresh(index)
+    index.rebuild()
+    assert store.stamp(index.conn) != stamp
+
+
+def test_a_damaged_or_foreign_copy_is_not_read(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    index = SemanticIndex(Workspace([root]), CountingEmbedder())
+    WorkspaceSearch(index).update()
+    expected = fresh(index)
+    copy = vector_file.path_beside(index.path)
+    whole = copy.read_bytes()
+    for damaged in (whole[:len(whole) // 2], b"not json\n" + whole, b""):
+        copy.write_bytes(damaged)
+        cache = VectorCache()
+        assert held(cache, index) == expected and cache.copies_read == 0
+    # Another store's copy (same shape, another stamp) is not read either.
+    header, _, body = whole.partition(b"\n")
+    copy.write_bytes(header.replace(b'"stamp": "', b'"stamp": "other') + b"\n" + body)
+    cache = VectorCache()
+    assert held(cache, index) == expected and cache.copies_read == 0
+
+
+def test_an_unwritable_folder_keeps_search_working(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    root = _repo(tmp_path)
+    index = SemanticIndex(Workspace([root]), CountingEmbedder())
+    WorkspaceSearch(index).update()
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(vector_file.os, "replace", refused)
+    cache = VectorCache()
+    assert held(cache, index) == dict(_sql_rows(index))
+    assert "cannot save the vectors' copy" in caplog.text
+    assert not vector_file.path_beside(index.path).exists()
+    assert not list(index.path.parent.glob(".vectors.bin.*"))  # no half file left
