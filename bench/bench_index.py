@@ -489,18 +489,23 @@ def _fresh_install_figures(corpus: Path, tmp: Path) -> list[Figure]:
     figures.append(Figure(f"index_first_agentls_index_fresh_install_default_{FILES}_files_s "
                           "(real command, static vectors for every chunk)", elapsed, "s",
                           goal="<= 30 s", met=elapsed <= 30))
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-P", "-m", "agentls", "-C", str(corpus), "search",
-                           "--no-update", "--json", "scale the matrix by a factor"],
-                          env=env, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
-    if done.returncode != 0 or json.loads(done.stdout)["reranked_by"] is not None:
-        print(f"agentls search failed or re-ranked (torch loaded): {done.stdout[-300:]}"
-              f"{done.stderr[-300:]}", file=sys.stderr)
-        return figures
+    times = []
+    for query in ("scale the matrix by a factor", "retry a request", "parse the config file"):
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-P", "-m", "agentls", "-C", str(corpus),
+                               "search", "--no-update", "--json", query],
+                              env=env, capture_output=True, text=True, check=False)
+        times.append(time.perf_counter() - start)
+        if done.returncode != 0 or json.loads(done.stdout)["reranked_by"] is not None:
+            print(f"agentls search failed or re-ranked (torch loaded): {done.stdout[-300:]}"
+                  f"{done.stderr[-300:]}", file=sys.stderr)
+            return figures
+    elapsed = statistics.median(times)
     figures.append(Figure(f"search_cold_agentls_search_fresh_install_default_{FILES}_files_s "
-                          "(real command: a new process, no torch since issue 40)",
+                          "(real command: a new process, no torch since issue 40; median of 3)",
                           elapsed, "s", goal="<= 1 s", met=elapsed <= 1.0))
+    figures.append(Figure("search_cold_first_after_agentls_index_s (the first of those 3)",
+                          times[0], "s"))
     # The floors under it: a new interpreter importing the CLI, and the static model's imports.
     for label, argv in (("agentls_version", ["-P", "-m", "agentls", "--version"]),
                         ("import_model2vec", ["-P", "-c", "import model2vec"])):
