@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agentls.engine.prompt import facts
 from agentls.engine.prompt import levels as context
 from agentls.engine.prompt.levels import (
     BASE_SYSTEM_PROMPT,
@@ -18,6 +19,7 @@ from agentls.engine.prompt.levels import (
     HEAD_LINES,
     INSTRUCTIONS_CAP_BYTES,
     KEY_FILE_CAP_BYTES,
+    TREE_COUNT_LIMIT,
     TREE_LIMIT,
     Attachments,
     Diagnostic,
@@ -230,6 +232,24 @@ async def test_tree_lists_200_entries_breadth_first_then_says_how_many_more(
     assert tree.render().endswith(f"(... and {253 - TREE_LIMIT} more)")
     # Folders first, sorted by name; children under their folder.
     assert tree.lines[:2] == ("many/", "  f000.txt")
+
+
+async def test_once_the_listing_is_full_the_rest_is_counted_up_to_a_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for folder, count in (("a", 300), ("b", 400), ("c", 300)):
+        for i in range(count):
+            write(tmp_path / folder / f"f{i:03}.txt")
+    (bounded,) = (await build_project_facts(Workspace([tmp_path]))).roots
+    monkeypatch.setattr(facts, "TREE_COUNT_LIMIT", 10_000)
+    (counted,) = (await build_project_facts(Workspace([tmp_path]))).roots
+    # The same 200 entries listed; 3 + 300 + 400 + 300 counted in all without the bound.
+    assert bounded.tree.lines == counted.tree.lines and len(bounded.tree.lines) == TREE_LIMIT
+    assert (counted.tree.more, counted.tree.more_is_lower_bound) == (1003 - TREE_LIMIT, False)
+    # With it: a/ listed the 200th entry, then 500 more looked at (b/, and 100 of c/).
+    assert TREE_COUNT_LIMIT == 500
+    assert (bounded.tree.more, bounded.tree.more_is_lower_bound) == (803 - TREE_LIMIT, True)
+    assert bounded.tree.render().endswith(f"(... and at least {803 - TREE_LIMIT} more)")
 
 
 async def test_facts_render_the_tree_in_a_fenced_block(ws: Workspace) -> None:

@@ -29,6 +29,10 @@ TREE_LIMIT = 200
 # Entries looked at for the tree (each is a fence check): keeps the first run of a session on a
 # big repository fast; beyond it the listing says "at least N more".
 TREE_SCAN_LIMIT = 2_000
+# Once TREE_LIMIT entries are listed, what is looked at only to be counted: "at least 500
+# more" says a big tree as well as 1,800 more did, for a quarter of the fence checks (~15 ms
+# of `agentls run` on 20,000 files, on the way to its first request).
+TREE_COUNT_LIMIT = 500
 # Folders that are noise even where no .gitignore says so (seed 002 "Project Context").
 TREE_SKIPPED_FOLDERS = frozenset({
     "node_modules", "__pycache__", ".git", "dist", "build", "coverage", ".venv", "venv",
@@ -207,6 +211,8 @@ def _tree(ws: Workspace, root: Path) -> TreeListing:
                     child = _Node(name, is_dir)
                     node.children.append(child)
                     listed += 1
+                    if listed == TREE_LIMIT:  # the rest is only counted
+                        budget[0] = min(budget[0], TREE_COUNT_LIMIT)
                 if descend and depth < TREE_DEPTH:
                     deeper.append((folder / name, child))
         level = deeper
