@@ -915,17 +915,21 @@ async function closeAllSaved() {
   await palette("File: Save All");
   await until("every file saved", async () => (await page.locator(".part.editor .tab.dirty").count()) === 0, T.short);
   await palette("View: Close All Editors");
-  // A file whose last edit lands after Save All ran (a review's restored files can) is asked
-  // about: saved, as Save All meant.
+  // VS Code asks about a file only when it is modified again after Save All: an edit that
+  // landed after what it belonged to had been reported (a review answers only once all of
+  // its edits are applied).
   const dialog = page.locator(".monaco-dialog-box");
   await until("every editor closed", async () => {
     if (await dialog.isVisible()) {
-      log(`asked to save after Save All: ${(await dialog.innerText()).replace(/\s+/g, " ")}; saved`);
-      await dialog.locator(".monaco-button", { hasText: /^Save( All)?$/ }).click();
+      fail(`a file was modified after Save All (a late edit), VS Code asks: ${(await dialog.innerText()).replace(/\s+/g, " ")}`);
     }
     return (await page.locator(".part.editor .tab").count()) === 0;
   }, T.short);
 }
+
+/** The names on the editor tabs marked modified (unsaved). */
+const dirtyTabs = () => page.locator(".part.editor .tab.dirty").evaluateAll((tabs) =>
+  tabs.map((t) => t.getAttribute("data-resource-name")).sort());
 
 /** In the page: how many gutter marks of the review (its SVG icons, by file name) are drawn. */
 async function installMarkCounter() {
@@ -1171,6 +1175,9 @@ async function reviewFloor(s, { figure }) {
 /** The review once: drawn, one hunk kept from its CodeLens, the rest undone; its timings. */
 async function reviewRound(s, { prompt, first, files, hunks, kept, figure }, screenshot) {
   const original = readWs(s.ws, `review_bench/${first}`);
+  const names = fs.readdirSync(path.join(s.ws, "review_bench")).filter((n) => n.endsWith(".py"));
+  const before = Object.fromEntries(names.map((n) => [n, readWs(s.ws, `review_bench/${n}`)]));
+  const dirtyBefore = await dirtyTabs();
   await watchDrawn();
   const n = await turnCount();
   const plural = (k) => `${k} file${k === 1 ? "" : "s"}`;
@@ -1210,6 +1217,19 @@ async function reviewRound(s, { prompt, first, files, hunks, kept, figure }, scr
   await palette("AgentLS Review: Undo Everything Left (All Files)");
   await waitTurn(n, "the panel's outcome line", (t) => t.includes("Edit partly applied") && t.includes(kept), T.long);
   const undoneMs = Date.now() - undone;
+  // Answered once every edit of the review was applied: the file with the kept change is
+  // modified (unsaved, the person saves it); every file whose changes were all undone is as
+  // it was found, on disk and in its editor (not modified).
+  const dirtyAfter = await dirtyTabs();
+  const expected = [...new Set([...dirtyBefore, first])].sort();
+  if (JSON.stringify(dirtyAfter) !== JSON.stringify(expected)) {
+    fail(`after the outcome line the modified tabs are ${dirtyAfter.join(", ") || "none"}, not ${expected.join(", ")}`);
+  }
+  for (const n of names) {
+    if (readWs(s.ws, `review_bench/${n}`) !== before[n]) fail(`the review changed review_bench/${n} on disk`);
+  }
+  const finished = timingRows(s).filter((r) => r.figure === "review_finish").pop();
+  if (screenshot) await shot(figure === "review_e2e" ? "review-bench-undone" : "review-big-undone");
   await closeAllSaved();
   // The kept hunk was saved: the file as it was, for the next round's edit.
   fs.writeFileSync(path.join(s.ws, "review_bench", first), original);
@@ -1219,7 +1239,8 @@ async function reviewRound(s, { prompt, first, files, hunks, kept, figure }, scr
       `${ms(opened.reviewTextMs)}; text ${ms(after(seen.text))}, line colours ${ms(after(seen.colours))}, gutter marks ` +
       `${ms(after(seen.marks))}, CodeLens ${ms(after(seen.lenses))}); one hunk kept in ${ms(keepMs)} ms ` +
       `(extension ${ms(decided?.ms)}, ${ms(decided?.queuedMs)} of it queued); the rest undone and answered ` +
-      `in ${undoneMs} ms`);
+      `in ${undoneMs} ms (of it in the extension: the kept change's undo steps ${ms(finished?.keptStepsMs)} ms, ` +
+      `${finished?.savedBack ?? "?"} files left as found saved back in ${ms(finished?.saveMs)} ms)`);
   return { files: opened.files, hunks: opened.hunks, drawnMs: drawn - opened.arrivedAt, openMs: opened.openMs,
            textMs: after(seen.text), coloursMs: after(seen.colours), marksMs: after(seen.marks),
            lensesMs: after(seen.lenses), keepMs, keepExtensionMs: decided?.ms ?? null };

@@ -5,15 +5,18 @@
 // and keeps or undoes the file; keys act only while a review is open (context keys); created,
 // deleted and renamed files are decided whole; the status bar says what is left. When
 // everything is decided the documents hold the base with exactly the kept hunks (unsaved: the
-// person saves), each kept hunk its own undo step, and the applyEdit answer says what was
-// kept; the server reads the rest from the documents (lsp/review_check.py). The hunk model is
+// person saves), each kept hunk its own undo step; a file left as it was found (unmodified
+// before, every change undone) is saved back so it does not stay modified (pure/review.ts
+// saveBack). Only then, every edit applied, the applyEdit answer says what was kept; the
+// server reads the rest from the documents (lsp/review_check.py). The hunk model is
 // src/pure/hunks.ts.
 import * as vscode from "vscode";
 import type { ApplyWorkspaceEditParams, ApplyWorkspaceEditResult, LanguageClient } from "vscode-languageclient/node";
 import { recordTiming } from "./chat";
 import { applyEdits, FileReview, fileHunks, inCurrentRows, oneEdit, type RowEdit, splitLines } from "./pure/hunks";
 import {
-  keptEdit, outcome, reviewFiles, shownPath, type FileKind, type FileOutcome, type TextEdit, type WorkspaceEdit,
+  keptEdit, outcome, reviewFiles, saveBack, saveMayChange, shownPath, type FileKind, type FileOutcome, type TextEdit,
+  type WorkspaceEdit,
 } from "./pure/review";
 import type { StatusItem } from "./status";
 
@@ -43,7 +46,12 @@ interface ReviewedFile {
   edits?: TextEdit[]; // a changed file's, until its document is read (`prepare`)
   ready?: Promise<void>; // read and showing the review's text (the files after the first)
   version?: number | null; // the document version the edit was made for
+  cleanBefore?: boolean; // a changed file's document was unmodified when the review read it
 }
+
+/** Why a file's review stopped: VS Code applies a workspace edit only to the document version
+ * it was made for, and refuses it when a change of the document was on its way. */
+const REFUSED = "VS Code did not apply the review's edit of it (the document changed at that moment); check the file";
 
 class Review {
   files: ReviewedFile[] = [];
@@ -196,7 +204,7 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
         await after;
         try {
           await this.prepare(f);
-          if (f.hunks) await this.edit(f, f.hunks.openEdits());
+          if (f.hunks && !(await this.edit(f, f.hunks.openEdits()))) this.dropped(f, REFUSED);
         } catch (error) {
           f.failed ??= `the review could not show it: ${String(error)}`;
         }
@@ -256,12 +264,22 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
       return;
     }
     const base = doc.getText();
+    f.cleanBefore = !doc.isDirty;
     const { hunks } = fileHunks(base, edits);
     if (hunks.length) f.hunks = new FileReview(base, hunks);
     else f.whole = "kept"; // the edit changes nothing in it
   }
 
-  /** Our own edit of a reviewed file's document, as row edits (one undo step). */
+  /** A changed file whose document does not hold the review's text: out of the review,
+   * nothing of it applied, and why. */
+  private dropped(f: ReviewedFile, why: string): void {
+    f.failed ??= why;
+    f.hunks = undefined;
+    f.whole = "undone";
+  }
+
+  /** Our own edit of a reviewed file's document, as row edits (one undo step): true once VS
+   * Code applied it (the document holds it), false when it refused it. */
   private async edit(f: ReviewedFile, edits: RowEdit[]): Promise<boolean> {
     if (!edits.length) return true;
     const doc = await vscode.workspace.openTextDocument(f.uri);
@@ -285,7 +303,11 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
     this.reveal(editor, f, f.hunks!.pending()[0]);
     if (await sent) return;
     // The window refused it (its document moved on): the same rows as a workspace edit.
-    await this.edit(f, edits);
+    if (!(await this.edit(f, edits))) {
+      this.dropped(f, REFUSED);
+      this.draw(editor);
+      return;
+    }
     this.painted.delete(editor);
     this.draw(editor);
     this.reveal(editor, f, f.hunks!.pending()[0]);
@@ -374,13 +396,13 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
     const editors = vscode.window.visibleTextEditors.filter((e) => e.document.uri.toString() === key);
     const editor = editors.find((e) => e === vscode.window.activeTextEditor) ?? editors[0];
     if (!editor) {
-      await this.edit(f, [edit]);
+      if (!(await this.edit(f, [edit]))) f.failed ??= REFUSED;
       return;
     }
     const sent = this.editIn(editor, f, [edit]);
     for (const e of editors) this.paint(e, f);
     if (await sent) return;
-    await this.edit(f, [edit]);
+    if (!(await this.edit(f, [edit]))) f.failed ??= REFUSED;
     for (const e of editors) this.painted.delete(e); // drawn again by `changed`
   }
 
@@ -392,7 +414,7 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
     const hunks = f.hunks!;
     if (this.awayFromReview(f, doc)) {
       hunks.reset();
-      await this.edit(f, [{ start: 0, end: doc.lineCount + 1, text: hunks.text() }]);
+      if (!(await this.edit(f, [{ start: 0, end: doc.lineCount + 1, text: hunks.text() }]))) f.failed ??= REFUSED;
     }
     return doc;
   }
@@ -460,7 +482,7 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
       }
       // The rows of each edit were counted after the ones above it were made: apply bottom
       // first in one edit, in the rows the document has now.
-      await this.edit(f, inCurrentRows(edits));
+      if (!(await this.edit(f, inCurrentRows(edits)))) f.failed ??= REFUSED;
     }
   }
 
@@ -468,6 +490,7 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
     const review = this.review;
     if (!review || review.done || review.pendingFiles().length) return;
     review.done = true;
+    const began = performance.now();
     // Each kept hunk its own undo step: the kept regions back to the old lines, then each
     // kept hunk again (src/pure/hunks.ts keptSteps).
     for (const f of review.files) {
@@ -479,12 +502,21 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
         return lines.slice(start, end).join("");
       });
       if (!steps.length) continue;
-      await this.edit(f, restore);
       const own = steps.slice(0, UNDO_STEPS - 1);
-      for (const s of own) await this.edit(f, [s]);
       const rest = steps.slice(own.length);
-      if (rest.length) await this.edit(f, rest);
+      for (const edits of [restore, ...own.map((e) => [e]), ...(rest.length ? [rest] : [])]) {
+        if (!(await this.edit(f, edits))) {
+          f.failed ??= REFUSED;
+          break;
+        }
+      }
     }
+    // Answered only now: every edit of the review has been applied (each awaited above), and
+    // a file left as it was found is saved back, not left modified.
+    const restored = performance.now();
+    const saved = await Promise.all(review.files.map((f) => this.saveIfAsFound(f)));
+    recordTiming({ figure: "review_finish", files: review.files.length, keptStepsMs: restored - began,
+                   savedBack: saved.filter(Boolean).length, saveMs: performance.now() - restored });
     this.review = undefined;
     this.changed();
     const outcomes: FileOutcome[] = review.files.map((f) => ({
@@ -495,6 +527,26 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
     const { allKept, text } = outcome(outcomes, review.folder);
     void vscode.window.setStatusBarMessage(`AgentLS: review done: ${text}`, 8000);
     review.answer(allKept ? { applied: true } : { applied: false, failureReason: text });
+  }
+
+  /** A changed file that ends the review as it was found, saved back (src/pure/review.ts
+   * saveBack): it does not stay modified with the text it has on disk. */
+  private async saveIfAsFound(f: ReviewedFile): Promise<boolean> {
+    if (!f.hunks || f.failed || !f.cleanBefore) return false;
+    const doc = await vscode.workspace.openTextDocument(f.uri);
+    const text = doc.getText();
+    if (text !== f.hunks.base) return false; // something kept or edited: the person saves it
+    const settings = vscode.workspace.getConfiguration(undefined, doc); // with the language's overrides
+    const mayChange = saveMayChange({
+      formatOnSave: settings.get<boolean>("editor.formatOnSave"),
+      codeActionsOnSave: settings.get("editor.codeActionsOnSave"),
+      trimTrailingWhitespace: settings.get<boolean>("files.trimTrailingWhitespace"),
+      insertFinalNewline: settings.get<boolean>("files.insertFinalNewline"),
+      trimFinalNewlines: settings.get<boolean>("files.trimFinalNewlines"),
+    });
+    const disk = mayChange ? undefined : await readText(f.uri);
+    return saveBack({ cleanBefore: f.cleanBefore, base: f.hunks.base, text, disk, saveMayChange: mayChange }) &&
+      await doc.save();
   }
 
   // --- moving around -------------------------------------------------------------------------
@@ -740,4 +792,13 @@ function rowRange(doc: vscode.TextDocument, e: RowEdit): vscode.Range {
   const start = e.start >= doc.lineCount ? doc.lineAt(doc.lineCount - 1).range.end : new vscode.Position(e.start, 0);
   const end = e.end >= doc.lineCount ? doc.lineAt(doc.lineCount - 1).range.end : new vscode.Position(e.end, 0);
   return new vscode.Range(start, end);
+}
+
+/** A file's text on disk (UTF-8), or undefined when it cannot be read as such. */
+async function readText(uri: vscode.Uri): Promise<string | undefined> {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(await vscode.workspace.fs.readFile(uri));
+  } catch {
+    return undefined;
+  }
 }

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { describe, keptEdit, leftOutReason, outcome, reviewFiles, Ticked, type WorkspaceEdit } from "../src/pure/review";
+import {
+  describe, keptEdit, leftOutReason, outcome, reviewFiles, saveBack, saveMayChange, Ticked, type WorkspaceEdit,
+} from "../src/pure/review";
 
 const ROOT = "file:///work/project";
 const edit: WorkspaceEdit = {
@@ -74,4 +76,29 @@ test("the editor review's answer says what was kept, file by file", () => {
                    { allKept: false, text: "kept deleted old.txt; undid calc.py" });
   assert.equal(outcome([{ ...readme, failed: "VS Code could not apply it", kept: 0 }], ROOT).text,
                "could not apply README.md: VS Code could not apply it");
+});
+
+test("a file the review leaves as it found it is saved back, any other stays modified", () => {
+  const base = "a = 1\nb = 2\n";
+  const asFound = { cleanBefore: true, base, text: base, disk: base, saveMayChange: false };
+  assert.equal(saveBack(asFound), true, "unmodified before, every change undone: not left modified");
+  assert.equal(saveBack({ ...asFound, cleanBefore: false }), false, "the person's unsaved changes before the review stay unsaved");
+  assert.equal(saveBack({ ...asFound, text: "a = 1 * 2\nb = 2\n" }), false, "a kept change is the person's to save");
+  assert.equal(saveBack({ ...asFound, disk: "a = 3\nb = 2\n" }), false, "the file changed on disk meanwhile: not overwritten");
+  assert.equal(saveBack({ ...asFound, disk: undefined }), false, "not readable as UTF-8: not saved");
+  assert.equal(saveBack({ ...asFound, saveMayChange: true }), false, "a save that may reformat it would change the file");
+});
+
+test("a save may change a file when VS Code formats, fixes or trims on save", () => {
+  assert.equal(saveMayChange({}), false);
+  assert.equal(saveMayChange({ formatOnSave: false, codeActionsOnSave: {}, trimTrailingWhitespace: false }), false);
+  assert.equal(saveMayChange({ formatOnSave: true }), true);
+  assert.equal(saveMayChange({ trimTrailingWhitespace: true }), true);
+  assert.equal(saveMayChange({ insertFinalNewline: true }), true);
+  assert.equal(saveMayChange({ trimFinalNewlines: true }), true);
+  assert.equal(saveMayChange({ codeActionsOnSave: { "source.fixAll": "explicit" } }), true);
+  assert.equal(saveMayChange({ codeActionsOnSave: { "source.organizeImports": true } }), true);
+  assert.equal(saveMayChange({ codeActionsOnSave: { "source.fixAll": "never", "source.organizeImports": false } }), false);
+  assert.equal(saveMayChange({ codeActionsOnSave: ["source.fixAll"] }), true);
+  assert.equal(saveMayChange({ codeActionsOnSave: [] }), false);
 });

@@ -145,3 +145,31 @@ export function outcome(files: FileOutcome[], folder?: string): { allKept: boole
   if (files.every((f) => !f.failed && f.kept === 0)) return { allKept, text: "discarded in the review" };
   return { allKept, text: parts.join("; ") };
 }
+
+/** What a save may do to a file's text, from VS Code's settings for its document: format it,
+ * run code actions, trim trailing whitespace, add or trim the final newlines. */
+export interface SaveSettings {
+  formatOnSave?: boolean;
+  codeActionsOnSave?: unknown; // {"source.fixAll": "explicit"} or, older, ["source.fixAll"] or {..: true}
+  trimTrailingWhitespace?: boolean;
+  insertFinalNewline?: boolean;
+  trimFinalNewlines?: boolean;
+}
+
+export function saveMayChange(s: SaveSettings): boolean {
+  const actions = s.codeActionsOnSave;
+  const anyAction = Array.isArray(actions) ? actions.length > 0
+    : typeof actions === "object" && actions !== null
+      ? Object.values(actions).some((v) => v !== false && v !== "never") : false;
+  return Boolean(s.formatOnSave || s.trimTrailingWhitespace || s.insertFinalNewline || s.trimFinalNewlines || anyAction);
+}
+
+/** A reviewed file that ends the review as it began: unmodified when the review read it (its
+ * buffer was its file), its text again that text (every change undone, nothing else edited),
+ * the file on disk still that text, and a save that cannot change it. It is saved back, so it
+ * is not left modified, as Copilot Edits and Continue leave a file whose changes were all
+ * rejected; any other file keeps its unsaved changes for the person to save or revert. */
+export function saveBack(f: { cleanBefore: boolean; base: string; text: string; disk: string | undefined;
+                              saveMayChange: boolean }): boolean {
+  return f.cleanBefore && f.text === f.base && f.disk === f.base && !f.saveMayChange;
+}
