@@ -13,6 +13,8 @@ def start_early(workspace: Path) -> None:
     their own), the model client's TLS context (llm/tls.py) and the platform string its
     request headers carry. ``workspace`` is resolved (cli/main.py), as Workspace.roots are:
     the git commands are keyed by it."""
+    import platform
+
     from agentls.llm import tls
     from agentls.tools.git import prefetch as git_prefetch
 
@@ -20,11 +22,6 @@ def start_early(workspace: Path) -> None:
     tls.start()
     # The openai client's first request sends platform.platform(), which on Linux and macOS
     # runs `uname -p` (a process spawn, waited for); the standard library keeps the answer,
-    # so asked here it is ready when the request is built.
-    threading.Thread(target=_platform, name="agentls-platform").start()
-
-
-def _platform() -> None:
-    import platform
-
-    platform.platform()
+    # so asked here it is ready when the request is built. (Imported in this thread: two
+    # threads importing one module at once can deadlock.)
+    threading.Thread(target=platform.platform, name="agentls-platform").start()
