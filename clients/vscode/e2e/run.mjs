@@ -1215,8 +1215,14 @@ async function reviewRound(s, { prompt, first, files, hunks, kept, figure }, scr
 
   const undone = Date.now();
   await palette("AgentLS Review: Undo Everything Left (All Files)");
-  await waitTurn(n, "the panel's outcome line", (t) => t.includes("Edit partly applied") && t.includes(kept), T.long);
+  const said = await waitTurn(n, "the panel's outcome line", (t) => t.includes("Edit partly applied") && t.includes(kept), T.long);
   const undoneMs = Date.now() - undone;
+  // The server reads the outcome from the documents: every other file of the edit undone.
+  const undoneFiles = files > 1 ? names.filter((x) => /^f\d\d\.py$/.test(x) && x !== first) : [];
+  if (undoneFiles.length !== files - 1) fail(`expected ${files - 1} other files in review_bench, found ${undoneFiles.length}`);
+  for (const x of undoneFiles) {
+    if (!said.includes(`rejected review_bench/${x}`)) fail(`the outcome line does not say review_bench/${x} was undone:\n${said}`);
+  }
   // Answered once every edit of the review was applied: the file with the kept change is
   // modified (unsaved, the person saves it); every file whose changes were all undone is as
   // it was found, on disk and in its editor (not modified).
@@ -1229,6 +1235,10 @@ async function reviewRound(s, { prompt, first, files, hunks, kept, figure }, scr
     if (readWs(s.ws, `review_bench/${n}`) !== before[n]) fail(`the review changed review_bench/${n} on disk`);
   }
   const finished = timingRows(s).filter((r) => r.figure === "review_finish").pop();
+  // The review's CodeLens go with it (VS Code asks the provider again after a pause that grows
+  // with how long the provider took: for 2,000 hunks the lenses outlived the outcome line).
+  await until("the review's CodeLens gone", async () => (await keepLenses().count()) === 0, T.short);
+  const lensesGoneMs = Date.now() - undone - undoneMs;
   if (screenshot) await shot(figure === "review_e2e" ? "review-bench-undone" : "review-big-undone");
   await closeAllSaved();
   // The kept hunk was saved: the file as it was, for the next round's edit.
@@ -1240,7 +1250,8 @@ async function reviewRound(s, { prompt, first, files, hunks, kept, figure }, scr
       `${ms(after(seen.marks))}, CodeLens ${ms(after(seen.lenses))}); one hunk kept in ${ms(keepMs)} ms ` +
       `(extension ${ms(decided?.ms)}, ${ms(decided?.queuedMs)} of it queued); the rest undone and answered ` +
       `in ${undoneMs} ms (of it in the extension: the kept change's undo steps ${ms(finished?.keptStepsMs)} ms, ` +
-      `${finished?.savedBack ?? "?"} files left as found saved back in ${ms(finished?.saveMs)} ms)`);
+      `${finished?.savedBack ?? "?"} files left as found saved back in ${ms(finished?.saveMs)} ms); its CodeLens ` +
+      `gone ${lensesGoneMs} ms after the outcome line`);
   return { files: opened.files, hunks: opened.hunks, drawnMs: drawn - opened.arrivedAt, openMs: opened.openMs,
            textMs: after(seen.text), coloursMs: after(seen.colours), marksMs: after(seen.marks),
            lensesMs: after(seen.lenses), keepMs, keepExtensionMs: decided?.ms ?? null };

@@ -47,11 +47,13 @@ interface ReviewedFile {
   ready?: Promise<void>; // read and showing the review's text (the files after the first)
   version?: number | null; // the document version the edit was made for
   cleanBefore?: boolean; // a changed file's document was unmodified when the review read it
+  touched?: boolean; // the person changed its document during the review
 }
 
 /** Why a file's review stopped: VS Code applies a workspace edit only to the document version
  * it was made for, and refuses it when a change of the document was on its way. */
 const REFUSED = "VS Code did not apply the review's edit of it (the document changed at that moment); check the file";
+const NOT_HELD = "its document does not hold what the review decided (an edit of the review did not land); check the file";
 
 class Review {
   files: ReviewedFile[] = [];
@@ -513,6 +515,7 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
     }
     // Answered only now: every edit of the review has been applied (each awaited above), and
     // a file left as it was found is saved back, not left modified.
+    for (const f of review.files) await this.confirmHeld(f);
     const restored = performance.now();
     const saved = await Promise.all(review.files.map((f) => this.saveIfAsFound(f)));
     recordTiming({ figure: "review_finish", files: review.files.length, keptStepsMs: restored - began,
@@ -527,6 +530,14 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
     const { allKept, text } = outcome(outcomes, review.folder);
     void vscode.window.setStatusBarMessage(`AgentLS: review done: ${text}`, 8000);
     review.answer(allKept ? { applied: true } : { applied: false, failureReason: text });
+  }
+
+  /** A file the person did not edit during the review holds what was decided (the base with
+   * the kept changes), or the answer says it does not: nothing is reported done unseen. */
+  private async confirmHeld(f: ReviewedFile): Promise<void> {
+    if (!f.hunks || f.failed || f.touched) return;
+    const doc = await vscode.workspace.openTextDocument(f.uri);
+    if (doc.getText() !== f.hunks.text()) f.failed = NOT_HELD;
   }
 
   /** A changed file that ends the review as it was found, saved back (src/pure/review.ts
@@ -759,6 +770,7 @@ export class EditorReview implements vscode.Disposable, vscode.CodeLensProvider,
     if (!review || !event.contentChanges.length || this.ours.has(event.document.uri.toString())) return;
     const f = review.files.find((x) => x.hunks && x.uri.toString() === event.document.uri.toString());
     if (!f?.hunks || this.awayFromReview(f, event.document)) return;
+    f.touched = true;
     for (const c of event.contentChanges) {
       f.hunks.onChange({ start: c.range.start.line, end: c.range.end.line,
                          newlines: (c.text.match(/\r\n|\r|\n/g) ?? []).length });
