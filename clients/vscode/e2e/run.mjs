@@ -1038,6 +1038,11 @@ async function reviewInTheEditor(s) {
   for (const [name, before] of [["shapes.py", SHAPES], ["notes.md", NOTES]]) {
     if (readWs(ws, name) !== before) fail(`the review saved ${name}:\n${readWs(ws, name)}`);
   }
+  // Both hold a kept change, unsaved: modified, and nothing else.
+  const modified = await dirtyTabs();
+  if (JSON.stringify(modified) !== JSON.stringify(["notes.md", "shapes.py"])) {
+    fail(`after the review the modified tabs are ${modified.join(", ") || "none"}, not notes.md, shapes.py`);
+  }
   if (await page.locator(".statusbar-item", { hasText: "changes left" }).count()) fail("the status bar still shows the review");
   await shot("review-editor-done");
   log("review done: 1 of 2 changes kept in shapes.py, notes.md kept whole; nothing saved; the panel says so");
