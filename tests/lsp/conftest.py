@@ -190,7 +190,7 @@ async def bare_client(lsp_client: AgentClient) -> AsyncIterator[None]:
 
 def apply_to_open_documents(client: AgentClient, edit: lsp.WorkspaceEdit) -> None:
     """What an editor does with an applied edit: its open documents change (didChange)."""
-    from agentls.workspace.changeset import split_lines
+    from agentls.workspace.line_diff import split_lines
 
     for entry in edit.document_changes or ():
         if not isinstance(entry, lsp.TextDocumentEdit):

@@ -8,12 +8,14 @@ read it without checking for keys. docs/HEADLESS.md documents it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentls.cli import exitcodes
-from agentls.engine.loop.done_marker import Completion
 from agentls.llm.messages import Usage
-from agentls.workspace.changeset import FileDiff
+
+if TYPE_CHECKING:
+    from agentls.engine.loop.done_marker import Completion
+    from agentls.workspace.changeset import FileDiff
 
 SCHEMA_VERSION = 1
 

@@ -32,14 +32,14 @@ from agentls.workspace.change_model import (
     encode_text,
     sha256_hex,
 )
-from agentls.workspace.disk_writer import DiskWriter, check_writable
-from agentls.workspace.line_diff import Opcode, file_diff, line_opcodes, split_lines
 
+# The diff (workspace/line_diff.py) and the disk writer (workspace/disk_writer.py) are
+# imported where they are used: a headless run makes its ChangeSet before its first request
+# and needs neither until the model has answered.
 __all__ = [
     "TEXT_ERRORS", "ApplyFailed", "Base", "ChangeConflict", "ChangeKind", "ChangeSet",
     "ChangeSetError", "ChangeSummary", "Checkpoint", "FileChange", "FileDiff", "NotWritable",
-    "Opcode", "check_writable", "decode_bytes", "encode_text", "file_diff", "line_opcodes",
-    "sha256_hex", "split_lines",
+    "decode_bytes", "encode_text", "sha256_hex",
 ]
 
 
@@ -247,6 +247,8 @@ class ChangeSet:
 
     def diff(self, name: Callable[[Path], str] | None = None) -> list[FileDiff]:
         """A unified diff per changed file; ``name`` turns a path into its header label."""
+        from agentls.workspace.line_diff import file_diff
+
         label = name or str
         return [file_diff(change, label) for change in self.changes()]
 
@@ -281,6 +283,8 @@ class ChangeSet:
         conflicted = self.conflicts()
         if conflicted:
             raise ChangeConflict(conflicted)
+        from agentls.workspace.disk_writer import DiskWriter
+
         return DiskWriter().apply(changes)
 
 

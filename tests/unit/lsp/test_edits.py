@@ -14,8 +14,9 @@ from lsprotocol import types as lsp
 from pytest_lsp import client_capabilities
 
 from agentls.lsp.services.edits import minimal_text_edits, plan_workspace_edit, to_workspace_edit
-from agentls.workspace.changeset import ChangeSet, split_lines
+from agentls.workspace.changeset import ChangeSet
 from agentls.workspace.fence import Workspace
+from agentls.workspace.line_diff import split_lines
 
 ENCODINGS = ("utf-16", "utf-8", "utf-32")
 

@@ -15,8 +15,8 @@ from agentls.workspace.changeset import (
     ChangeConflict,
     ChangeSet,
     ChangeSetError,
-    split_lines,
 )
+from agentls.workspace.line_diff import split_lines
 
 
 def write(path: Path, text: str) -> Path:

@@ -32,14 +32,8 @@ from pathlib import Path
 from lsprotocol import types as lsp
 
 from agentls.base.text_positions import ENCODINGS, Positions
-from agentls.workspace.changeset import (
-    ChangeSet,
-    FileChange,
-    FileDiff,
-    file_diff,
-    line_opcodes,
-    split_lines,
-)
+from agentls.workspace.changeset import ChangeSet, FileChange, FileDiff
+from agentls.workspace.line_diff import file_diff, line_opcodes, split_lines
 
 log = logging.getLogger(__name__)
 
