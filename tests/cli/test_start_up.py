@@ -250,18 +250,22 @@ def test_agentls_run_asks_the_model_before_loading_the_language_server_client_or
                                            "agentls.engine.prompt.references")], loaded
     # Nor what only the model's answer needs: the diff of the changes, the disk writer
     # (workspace/line_diff.py, line_matcher.py, disk_writer.py: the ChangeSet imports them
-    # on use) and the done marker of `agentls loop` (cli/report.py names it for types only).
-    # test_run.py's test_run_streams_text_writes_the_change_and_lists_it and
-    # test_dry_run_shows_the_diff_and_writes_nothing use them after the answer.
+    # on use), the done marker of `agentls loop` (cli/report.py names it for types only) and
+    # the check of the run's own work (engine/check.py, made on the first answer without a
+    # tool call). They load and work after the answer: test_run.py's
+    # test_run_streams_text_writes_the_change_and_lists_it and
+    # test_dry_run_shows_the_diff_and_writes_nothing (diff, writer), test_loop.py's
+    # test_marker_loop_runs_until_a_final_done_line (the marker), and test_check.py's
+    # test_a_type_error_is_told_before_the_turn_ends_and_the_fix_lands_in_the_same_change.
     assert not [m for m in loaded if m in DEFERRED_UNTIL_THE_ANSWER], loaded
 
 
 DEFERRED_UNTIL_THE_ANSWER = ("agentls.workspace.line_diff", "agentls.workspace.line_matcher",
                              "agentls.workspace.disk_writer",
-                             "agentls.engine.loop.done_marker")
+                             "agentls.engine.loop.done_marker", "agentls.engine.check")
 
 
-def test_agentls_run_imports_the_diff_and_the_writer_only_after_the_answer() -> None:
+def test_agentls_run_imports_what_only_the_answer_needs_after_it() -> None:
     printed = printed_after_run_imports(
         f"sorted(m for m in {DEFERRED_UNTIL_THE_ANSWER!r} if m in sys.modules)")
     assert printed == "[]"

@@ -24,7 +24,6 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from agentls.engine import model_choice as models
-from agentls.engine.check import CheckState
 from agentls.engine.events import (
     Frontend,
     ReasoningDelta,
@@ -301,7 +300,7 @@ class Agent:
         state: SessionState,
     ) -> StopReason:
         code_intel = await self.code_intel(workspace, frontend)
-        run.check = CheckState(self.settings.agent)
+        agent_config = self.settings.agent  # the check's settings, as the run started
         tools = await run_tools_for(
             settings=self.settings, policy=self._policy, mcp_started=self._mcp,
             mcp=lambda: self.mcp, search_hub=self.search_hub, code_intel=code_intel, run=run,
@@ -350,6 +349,10 @@ class Agent:
                     return "refusal"
                 if repeated_answer(run, response.text, ()):
                     return "no_progress"
+                if run.check is None:  # engine/check.py waits for the first answer it may check
+                    from agentls.engine.check import CheckState
+
+                    run.check = CheckState(agent_config)
                 if run.check.due(code_intel, workspace):  # its last edit: check the work
                     assert code_intel is not None
                     found = await run.check.run(code_intel, workspace, frontend)
