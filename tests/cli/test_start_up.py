@@ -158,8 +158,12 @@ def test_agentls_run_imports_the_search_index_only_when_it_searches() -> None:
 
 def test_agentls_run_imports_the_response_cache_only_when_it_is_consulted() -> None:
     # An agent run is not answered from the cache by default (cache.agent_runs): diskcache
-    # is imported, and the cache opened, by the first request that may be (llm/pool.py).
-    assert printed_after_run_imports("'diskcache' in sys.modules") == "False"
+    # is imported, and the cache opened, by the first request that may be (llm/pool.py);
+    # so is the cache's module (llm/cache.py: its keys, its records). test_run_cache.py's
+    # runs are answered from it.
+    printed = printed_after_run_imports(
+        "[m in sys.modules for m in ('diskcache', 'agentls.llm.cache')]")
+    assert printed == "[False, False]"
 
 
 def test_agentls_run_imports_the_tools_code_only_when_a_tool_is_called() -> None:

@@ -23,7 +23,6 @@ from agentls.llm.backend import (
     retry_after_from_headers,
     tools_hint,
 )
-from agentls.llm.cache import ResponseCache, request_key
 from agentls.llm.finish import finish_of, refusal_of
 from agentls.llm.messages import (
     ChatChunk,
@@ -41,6 +40,8 @@ from agentls.settings.config import BackendConfig
 
 if TYPE_CHECKING:
     import openai
+
+    from agentls.llm.cache import ResponseCache
 else:  # the same package, without building the ~700 API models a chat never uses
     openai = import_openai()
 
@@ -121,6 +122,9 @@ class OpenAICompatBackend:
         return params
 
     def _cache_key(self, request: ChatRequest) -> str:
+        # llm/cache.py waits for a request the cache may answer (not an agent run's, by default)
+        from agentls.llm.cache import request_key
+
         model, max_tokens, temperature = self._sampling(request)
         return request_key(
             request,

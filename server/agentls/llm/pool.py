@@ -5,17 +5,22 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from agentls.llm.backend import BackendError
-from agentls.llm.cache import CacheUnavailable, ResponseCache
 from agentls.llm.openai_compat import OpenAICompatBackend
 from agentls.llm.retry import RetryPolicy
 from agentls.settings.config import Settings, api_key, user_cache_dir
+
+if TYPE_CHECKING:  # llm/cache.py is imported when the cache is first opened
+    from agentls.llm.cache import ResponseCache
 
 log = logging.getLogger(__name__)
 
 
 def open_cache(settings: Settings) -> ResponseCache:
+    from agentls.llm.cache import ResponseCache
+
     return ResponseCache(
         user_cache_dir() / "responses",
         ttl_s=settings.cache.ttl_s,
@@ -47,6 +52,8 @@ class BackendPool:
     @property
     def cache(self) -> ResponseCache | None:
         if not self._cache_opened:
+            from agentls.llm.cache import CacheUnavailable
+
             self._cache_opened = True
             try:
                 self._cache = open_cache(self.settings)
