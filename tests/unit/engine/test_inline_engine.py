@@ -163,7 +163,11 @@ async def test_typed_through_and_lru_answer_without_the_model(model: ReplayServe
 
 
 async def test_keystroke_storm_one_request_in_flight(model: ReplayServer) -> None:
-    model.load({"steps": [{"times": "*", "reply": {"text": "value + 1", "chunk_size": 1,
+    # Each answer streams for about a second (a character every 10 ms: the server sees a
+    # closed stream within 10 ms), so on a loaded machine too a keystroke comes before any
+    # answer ends.
+    answer = "value + " + " + ".join(["1"] * 40)
+    model.load({"steps": [{"times": "*", "reply": {"text": answer, "chunk_size": 1,
                                                    "delay_s": 0.01}}]})
     engine, _ = completer(model.base_url)
     engine.config = engine.config.model_copy(update={"debounce_ms": 20})
@@ -174,7 +178,7 @@ async def test_keystroke_storm_one_request_in_flight(model: ReplayServer) -> Non
                                                                      automatic=True))))
         await asyncio.sleep(1 / 30)
     results = await asyncio.gather(*pending)
-    assert results[-1] == "value + 1"
+    assert results[-1] == answer
     assert model.most_in_flight() == 1
     assert all(r == "" for r in results[:-2])  # superseded ones answer nothing
     await engine.aclose()
