@@ -150,15 +150,25 @@ def _excerpt(lines: Sequence[str], limit: int = 80) -> str:
 
 def notes(reviews: Sequence[FileReview], display: Callable[[Path], str]) -> list[str]:
     """What the model reads first next turn: exactly what landed, so it builds on the kept
-    text and does not redo what the person rejected."""
+    text and does not redo what the person rejected. The files rejected whole are one note
+    (where the first of them was): "Undo Everything Left" over twenty files is one thing the
+    person did, and the chat shows each note."""
     out: list[str] = []
+    rejected_names = [display(r.path) for r in reviews if r.state == "rejected"]
     for r in reviews:
         name = display(r.path)
         if r.state == "kept":
             out.append(f"the person kept your change to {name} ({NEW_KIND[r.change.kind]}).")
         elif r.state == "rejected":
-            out.append(f"the person rejected your change to {name}; it is as it was before "
-                       "your last turn. Do not make it again unless asked.")
+            if name != rejected_names[0]:
+                continue
+            if len(rejected_names) == 1:
+                out.append(f"the person rejected your change to {name}; it is as it was "
+                           "before your last turn. Do not make it again unless asked.")
+            else:
+                out.append(f"the person rejected your changes to {', '.join(rejected_names)}; "
+                           "they are as they were before your last turn. Do not make them "
+                           "again unless asked.")
         elif r.state == "edited":
             out.append(f"the person edited {name} during the review: read it again before "
                        "changing it.")
