@@ -14,6 +14,7 @@ import pytest
 from tests.cli.headless_helpers import agentls
 
 import agentls.index as semantic_package
+from agentls.index.embedding import static_model_built
 
 # Where `make install` builds the static model (build_static.py): package data.
 SHIPPED_STATIC_DIR = Path(semantic_package.__file__).parent / "static_model"
@@ -55,8 +56,9 @@ def fresh_user(home: Path) -> dict[str, str]:
 
 
 def test_a_new_user_finds_code_by_meaning_with_the_defaults(tmp_path: Path) -> None:
-    if not (SHIPPED_STATIC_DIR / "model.safetensors").exists():
-        pytest.fail("the static model is not built into the package: run `make install` "
+    if not static_model_built(SHIPPED_STATIC_DIR):
+        pytest.fail("the static model of this recipe is not built into the package: run "
+                    "`make install` "
                     f"(it runs python -m agentls.index.build_static into "
                     f"{SHIPPED_STATIC_DIR})")
     project = tmp_path / "project"

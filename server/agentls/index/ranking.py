@@ -12,7 +12,11 @@ are in docs/SEMANTIC_SEARCH.md) before it stayed:
   declaration files, re-export files (``__init__.py``) rank below the sources, unless the
   query asks for them;
 - **file aggregation**: one answer per file (its best chunk), the file's score raised a little
-  by its other chunks, so a file's several hits count once and leave room for other files.
+  by its other chunks, so a file's several hits count once and leave room for other files;
+- **fading on a small index**: where the candidates are most of the index (a repository of a
+  few files, where every chunk is a vector candidate), the coherence and the penalties fade
+  by ``small_index_fade`` (a penalty p becomes 1 − (1 − p) × fade): there a file's many
+  chunks and a page's kind say little about the question (the labelled sets' docs answer).
 """
 
 from __future__ import annotations
@@ -166,12 +170,22 @@ def path_penalty(path: str, query_words: set[str]) -> float:
     return penalty
 
 
-def rank_files(query: str,
-               candidates: Iterable[Candidate]) -> list[tuple[list[Candidate], float]]:
-    """One (the file's candidates best first, score) per file, best file first."""
+def small_index_fade(candidates: int, index_chunks: int | None) -> float:
+    """1 − candidates ÷ the index's chunks (at least 0): 1 on a large index, 0 where every
+    chunk is a candidate; 1 when the index's size is not known."""
+    if not index_chunks:
+        return 1.0
+    return max(0.0, 1.0 - candidates / index_chunks)
+
+
+def rank_files(query: str, candidates: Iterable[Candidate],
+               index_chunks: int | None = None) -> list[tuple[list[Candidate], float]]:
+    """One (the file's candidates best first, score) per file, best file first.
+    ``index_chunks``: the index's size, for ``small_index_fade``."""
     pool = list(candidates)
     if not pool:
         return []
+    fade = small_index_fade(len(pool), index_chunks)
     top = max(c.score for c in pool) or 1.0
     names, strength = queried_symbols(query)
     keywords = _query_words(query)
@@ -185,7 +199,8 @@ def rank_files(query: str,
         if keywords:
             share = _overlap(keywords, _path_words(c.path)) / len(keywords)
             score += top * PATH_BOOST * share
-        scored.append((c, score * path_penalty(c.path, keywords)))
+        penalty = 1 - (1 - path_penalty(c.path, keywords)) * fade
+        scored.append((c, score * penalty))
     by_file: dict[str, list[tuple[Candidate, float]]] = {}
     for c, score in scored:
         by_file.setdefault(c.path, []).append((c, score))
@@ -193,7 +208,7 @@ def rank_files(query: str,
         chunks.sort(key=lambda item: -item[1])
     total = {path: sum(score for _, score in chunks) for path, chunks in by_file.items()}
     most = max(total.values()) or 1.0
-    unit = max(chunks[0][1] for chunks in by_file.values()) * COHERENCE
+    unit = max(chunks[0][1] for chunks in by_file.values()) * COHERENCE * fade
     files = [([c for c, _ in chunks], chunks[0][1] + unit * total[path] / most)
              for path, chunks in by_file.items()]
     return sorted(files, key=lambda item: -item[1])

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 
 from agentls.index.index import SemanticIndex
-from agentls.index.query import fuse
+from agentls.index.query import fuse, fuse_scores
 from agentls.index.ranking import (
     Candidate,
     is_symbol_query,
     path_penalty,
     rank_files,
+    small_index_fade,
     symbol_name,
 )
 from agentls.index.service import WorkspaceSearch
@@ -142,3 +143,58 @@ def test_search_routes_symbols_answers_once_per_file_and_never_returns_fenced_fi
         assert spans[0][2] == "Engine" and (8, 9, "run_engine") in spans
     finally:
         search.close()
+
+
+def test_score_fusion_sums_min_max_normalised_scores() -> None:
+    fused = dict(fuse_scores([([(1, 0.9), (2, 0.5), (3, 0.1)], 1.0), ([(3, 12.0), (4, 4.0)], 1.0)]))
+    assert fused[1] == pytest.approx(1.0)
+    assert fused[2] == pytest.approx(0.5)
+    assert fused[3] == pytest.approx(1.0)  # last by cosine (0), first by BM25 (1)
+    assert fused[4] == pytest.approx(0.0)
+    # A weight scales its ranking; equal scores (or one candidate) all count as the best.
+    assert dict(fuse_scores([([(3, 12.0), (4, 4.0)], 0.5)]))[3] == pytest.approx(0.5)
+    assert dict(fuse_scores([([(5, 0.3), (6, 0.3)], 1.0)])) == {5: 1.0, 6: 1.0}
+    assert fuse_scores([([], 1.0)]) == []
+
+
+def test_score_fusion_keeps_a_distant_second_distant() -> None:
+    # By reciprocal ranks the second is close behind the first whatever its cosine.
+    fused = dict(fuse_scores([([(1, 0.9), (2, 0.2), (3, 0.19)], 1.0)]))
+    assert fused[1] - fused[2] > 0.9
+
+
+def test_the_fade_is_the_share_of_the_index_outside_the_candidates() -> None:
+    assert small_index_fade(50, 120_000) == pytest.approx(1 - 50 / 120_000)
+    assert small_index_fade(30, 40) == pytest.approx(0.25)
+    assert small_index_fade(60, 40) == 0.0
+    assert small_index_fade(50, None) == 1.0
+
+
+def test_coherence_fades_where_every_chunk_is_a_candidate() -> None:
+    pool = [Candidate(1, "a.py", "f", 0.10), Candidate(2, "a.py", "g", 0.12),
+            Candidate(3, "b.py", "h", 0.125)]
+    # A large index: a.py's second hit lifts it above b.py (as without a size).
+    assert [chunks[0].path for chunks, _ in rank_files("something", pool, 100_000)] == [
+        "a.py", "b.py"]
+    # Every chunk a candidate: no coherence, each file by its best chunk.
+    ranked = rank_files("something", pool, 3)
+    assert [chunks[0].path for chunks, _ in ranked] == ["b.py", "a.py"]
+    assert [score for _, score in ranked] == pytest.approx([0.125, 0.12])
+
+
+def test_the_penalties_fade_on_a_small_index() -> None:
+    pool = [Candidate(1, "docs/deploy.md", "", 0.30), Candidate(2, "deploy.sh", "", 0.20)]
+
+    def docs_score(index_chunks: int | None) -> float:
+        return next(score for chunks, score in rank_files("undo a broken rollout", pool,
+                                                          index_chunks)
+                    if chunks[0].path == "docs/deploy.md")
+
+    # A large index: the docs page is penalised below the script.
+    assert order("undo a broken rollout", *[(c.path, c.symbol, c.score) for c in pool]) == [
+        "deploy.sh", "docs/deploy.md"]
+    # Every chunk a candidate: no penalty (and no coherence), the page by its own score.
+    ranked = rank_files("undo a broken rollout", pool, 2)
+    assert [chunks[0].path for chunks, _ in ranked] == ["docs/deploy.md", "deploy.sh"]
+    assert ranked[0][1] == pytest.approx(0.30)
+    assert docs_score(None) < docs_score(8) < docs_score(4) < docs_score(2)

@@ -75,6 +75,9 @@ def test_interactive_search_reaches_the_recall_goal(fresh_default: WorkspaceSear
           f"re-ranked {reranked.recall_at_5:.2f} / {reranked.mrr:.2f}; "
           f"misses {reranked.misses}")
     assert reranked.recall_at_5 >= 0.9
+    # The default's static order (the model trained on code, score fusion, the rules fading
+    # on a small index) reaches the goal too: 0.939 / 0.920 (docs/SEMANTIC_SEARCH.md).
+    assert static.recall_at_5 >= 0.9
     # One answer per file (with the file's other matching chunks) lifted the static order's
     # recall to 0.76 / 0.92; what the re-ranking still adds is the order (MRR).
     assert reranked.mrr >= static.mrr + 0.15

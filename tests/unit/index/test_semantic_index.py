@@ -240,7 +240,7 @@ def test_provider_down_gives_lexical_results_and_a_warning(tree: Path) -> None:
 def test_auto_is_keywords_only_until_the_static_model_is_built(tmp_path: Path) -> None:
     import importlib.util
 
-    from agentls.index.embedding import static_model_dir
+    from agentls.index.embedding import static_model_dir, write_recipe_marker
     from agentls.index.from_settings import provider_name
     from agentls.settings.config import IndexConfig
 
@@ -251,6 +251,8 @@ def test_auto_is_keywords_only_until_the_static_model_is_built(tmp_path: Path) -
     built = static_model_dir(tmp_path)
     built.mkdir(parents=True)
     (built / "model.safetensors").write_bytes(b"x")
+    assert provider_name(auto, tmp_path, not_shipped) == "none"  # no marker: another recipe
+    write_recipe_marker(built)
     assert provider_name(auto, tmp_path, not_shipped) == ("static" if loadable else "none")
     assert provider_name(IndexConfig(embeddings="static"), tmp_path) == "static"
 
@@ -258,12 +260,14 @@ def test_auto_is_keywords_only_until_the_static_model_is_built(tmp_path: Path) -
 def test_auto_uses_the_static_model_built_at_install_time(tmp_path: Path) -> None:
     import importlib.util
 
+    from agentls.index.embedding import write_recipe_marker
     from agentls.index.from_settings import provider_name
     from agentls.settings.config import IndexConfig
 
     shipped = tmp_path / "package" / "static_model"
     shipped.mkdir(parents=True)
     (shipped / "model.safetensors").write_bytes(b"x")
+    write_recipe_marker(shipped)
     fresh_cache = tmp_path / "empty-cache"  # a new user: nothing distilled
     expected = "static" if importlib.util.find_spec("model2vec") is not None else "none"
     assert provider_name(IndexConfig(embeddings="auto"), fresh_cache, shipped) == expected

@@ -19,6 +19,7 @@ from agentls.index.embedding import (
     StaticEmbedder,
     embedding_input,
     static_model_built,
+    write_recipe_marker,
 )
 from agentls.index.static_vectors import WORD_BATCH, StaticVectors
 
@@ -76,6 +77,7 @@ def test_another_layout_is_an_embedding_error(tmp_path: Path) -> None:
         (folder / name).write_bytes((SHIPPED_STATIC_DIR / name).read_bytes())
     save_file({"embeddings": np.zeros((4, 8), np.float16),
                "mapping": np.zeros(4, np.int64)}, str(folder / "model.safetensors"))
+    write_recipe_marker(folder)  # this recipe's marker, another layout
     with pytest.raises(EmbeddingError, match="not a static model agentls built"):
         StaticEmbedder(tmp_path, shipped=folder).embed(["x"])
 
