@@ -177,13 +177,14 @@ def distil_static(target: Path) -> None:
     CPU on 2 cores; needs the local extra's torch and model2vec). It runs as ``python -m
     agentls.index.build_static`` in a process of its own, so torch never loads in this one."""
     import subprocess
-    import sys
+
+    from agentls.base.python_child import module_argv, neutral_cwd
 
     minilm_path()  # the teacher is installed, or say which extra is missing
     log.warning("building static embeddings from %s into %s (once; takes minutes)",
                 MINILM, target)
-    done = subprocess.run([sys.executable, "-m", "agentls.index.build_static", str(target)],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(module_argv("agentls.index.build_static", str(target)),
+                          cwd=neutral_cwd(), capture_output=True, text=True, check=False)
     if done.returncode != 0 or not static_model_built(target):
         reason = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise EmbeddingError(f"the static model could not be built: {reason}")
