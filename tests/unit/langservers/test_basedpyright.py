@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,14 @@ from agentls.workspace.fence import Workspace
 from .conftest import basedpyright
 
 pytestmark = pytest.mark.usefixtures("sandboxed")
+
+
+def _descendants(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            found += [int(child), *_descendants(int(child))]
+    return found
 
 
 def _pool() -> LangServers:
@@ -82,9 +92,14 @@ async def test_a_server_killed_mid_request_is_restarted_and_answers(tmp_path: Pa
         await pool.diagnostics(ws, [app.abs])  # started and warm
         [server] = pool.servers()
         first_pid = server.pid
-        asking = asyncio.create_task(pool.references(ws, app.abs, 1, 17))
         client = server.client
         assert client is not None and client._server is not None
+        # Stopped first (the sandbox and the server in it), so it cannot answer before it is
+        # killed: on a quiet machine it answered between the request going out and the kill,
+        # and there was nothing to restart.
+        for pid in (client._server.pid, *_descendants(client._server.pid)):
+            os.kill(pid, signal.SIGSTOP)
+        asking = asyncio.create_task(pool.references(ws, app.abs, 1, 17))
         while not client.protocol._request_futures:  # until the request is out
             await asyncio.sleep(0.001)
         client._server.kill()
