@@ -216,14 +216,14 @@ def loss_of(table: np.ndarray, ids: Sequence[Sequence[int]], targets: np.ndarray
 
 
 def zipf_weights(rows: int, sif_coefficient: float) -> np.ndarray:
-    """model2vec's SIF weight of each row, its token's frequency estimated by Zipf's law
-    from its rank in the vocabulary (``compute_weights``), as a column."""
+    """model2vec's SIF weight of each row (``compute_weights``: its token's frequency
+    estimated by Zipf's law from its rank in the vocabulary), as a float32 column."""
     import numpy as np
+    from model2vec.distill.inference import compute_weights
 
-    inverse_rank = 1 / np.arange(2, rows + 2)
-    probability = inverse_rank / inverse_rank.sum()
-    weights: np.ndarray = (sif_coefficient / (sif_coefficient + probability))[:, None]
-    return weights.astype(np.float32)
+    weights: np.ndarray = np.asarray(compute_weights(rows, sif_coefficient),
+                                     dtype=np.float32)[:, None]
+    return weights
 
 
 def pca(table: np.ndarray, dims: int) -> np.ndarray:
