@@ -14,8 +14,9 @@ interleaved with it, so a busy machine slows both alike:
 - `agentls run` spawn to the first request at the scripted model server, on a 20,000-file
   git repository, minus ``python -c "import agentls"`` (no goal: issue 27 moved its first
   goal, <= 300 ms over it, onto the bare script's time above).
-- ``config get|list`` with a config file beside pydantic's own start-up (a one-field model
-  validating one value), timed in the same turns: reading a file validates it with pydantic.
+- ``config get|list`` with a config file beside their floor, timed in the same turns: the
+  command's own import and pydantic's start-up (a one-field model validating one value);
+  reading a file validates it with pydantic.
 - Time to first edit: `agentls run` spawn to exit with the edit written, the scripted model
   answering at once with one edit_file call, on 1,000 / 10,000 / 20,000-file git
   repositories (no goal: it watches the whole path, not only its parts).
@@ -38,9 +39,13 @@ REPO = Path(__file__).resolve().parents[1]
 AGENTLS = [sys.executable, "-P", "-m", "agentls"]
 FLOOR = [sys.executable, "-c", "pass"]
 IMPORT_FLOOR = [sys.executable, "-c", "import agentls"]
-# What validating settings with pydantic costs any program: the import, one model, one check.
-PYDANTIC_FLOOR = [sys.executable, "-c", "from pydantic import BaseModel\n"
-                  "class Settings(BaseModel):\n    backend: str = 'default'\n"
+# The floor of `config get|list` reading a config file: the command's own import (what
+# `--help` pays) and pydantic's start-up (import, one model, one check), made as the command
+# makes its models (the collector held off: base/import_gc.py).
+PYDANTIC_FLOOR = [sys.executable, "-c", "import agentls.cli.main\n"
+                  "from agentls.base.import_gc import imports_without_gc\n"
+                  "with imports_without_gc():\n    from pydantic import BaseModel\n"
+                  "    class Settings(BaseModel):\n        backend: str = 'default'\n"
                   "Settings.model_validate({'backend': 'work'})"]
 DEFERRED_OPENAI = "from agentls.llm.openai_import import import_openai; import_openai()"
 # The openai client's own first request from a bare script (deferred import, one streamed
@@ -123,17 +128,18 @@ def _start_up_figures(home: Path) -> list[Figure]:
         figures.append(_start_up_figure(words, "", value, floor))
     # issue 37: get and list validate what the layers give with the settings models (pydantic)
     # instead of a second, hand-written reader. Reading a config file therefore pays
-    # pydantic's own start-up, timed in the same turns: a one-field model validating a value.
+    # pydantic's own start-up on top of the command's import, timed in the same turns.
     for words in (["config", "get", "backend"], ["config", "list", "--json"]):
         floor, pydantic, value = _in_turns([FLOOR, PYDANTIC_FLOOR, [*AGENTLS, *words]],
                                            configured)
         figures.append(Figure(
-            f"pydantic's own start-up, beside `agentls {' '.join(words)}` with a config file "
-            f"(import pydantic, validate one value with a one-field model; python -c pass as "
-            f"baseline; {pydantic - floor:.0f} ms over it)", pydantic, "ms", floor))
+            f"the command's import and pydantic's start-up, beside `agentls "
+            f"{' '.join(words)}` with a config file (import agentls.cli.main, then pydantic, "
+            f"a one-field model validating one value; python -c pass as baseline; "
+            f"{pydantic - floor:.0f} ms over it)", pydantic, "ms", floor))
         figures.append(_start_up_figure(
-            words, f" with a config file ({value - pydantic:.0f} ms over pydantic's own "
-            "start-up, timed in the same turns)", value, floor))
+            words, f" with a config file ({value - pydantic:.0f} ms over the command's import "
+            "and pydantic's start-up, timed in the same turns)", value, floor))
     return figures
 
 
