@@ -273,3 +273,35 @@ def test_agentls_run_imports_what_only_the_answer_needs_after_it() -> None:
     printed = printed_after_run_imports(
         f"sorted(m for m in {DEFERRED_UNTIL_THE_ANSWER!r} if m in sys.modules)")
     assert printed == "[]"
+
+
+@pytest.mark.parametrize(("flags", "reads"), [([], 1), (["--model", "other-model"], 2)])
+def test_agentls_run_reads_the_settings_again_only_for_a_choice_they_did_not_make(
+        tmp_path: Path, flags: list[str], reads: int) -> None:
+    # The backend and model a run uses go on top of the layers; when they are what the
+    # layers chose already (no --backend, --model or session), the first read stands.
+    from tests.cli.headless_helpers import last_json, make_project, scripted_env
+
+    from agentls.devtools.replay.command import ReplayServer
+
+    project = make_project(tmp_path / "project")
+    code = (
+        "import atexit, sys\n"
+        "from agentls.settings import view\n"
+        "reads, read = [], view.read\n"
+        "view.read = lambda *a, **k: reads.append(k.get('flags')) or read(*a, **k)\n"
+        "atexit.register(lambda: print('\\n', len(reads), file=sys.__stderr__))\n"
+        f"sys.argv = ['agentls', 'run', '-', '--cwd', {str(project)!r}, '--json', "
+        f"*{flags!r}]\n"
+        "from agentls.cli.main import main\n"
+        "sys.exit(main())\n")
+    with ReplayServer({"models": "*", "steps": [{"times": "*", "reply": {"text": "Done."}}]}
+                      ) as model:
+        done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True,
+                              text=True, env=scripted_env(model), input="Look at calc.",
+                              check=False, timeout=60, start_new_session=True)
+        asked = [request.body["model"] for request in model.requests]
+    assert done.returncode == 0, done.stderr
+    assert int(done.stderr.strip().splitlines()[-1]) == reads
+    assert last_json(done.stdout)["model"] == asked[0]
+    assert asked[0] == ("other-model" if flags else "scripted-model")

@@ -189,7 +189,9 @@ class Headless:
         extra = {"backend": name}
         if self.args.model:
             extra[f"backends.{name}.model"] = self.args.model
-        chosen = self._load_settings(**extra)
+        # The layers again with the choice on top, unless the choice is what they gave.
+        chosen = (settings if extra == {"backend": settings.backend}
+                  else self._load_settings(**extra))
         backend = chosen.active_backend
         if backend.type != "openai":
             raise Stopped("usage", f"session {session.id if session else ''} belongs to the "
