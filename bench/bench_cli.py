@@ -31,8 +31,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from agentls.devtools.replay.command import ReplayServer
+from agentls.devtools.startup_probe import modules_at_connect
 from bench.harness import Figure, ms
 
 REPO = Path(__file__).resolve().parents[1]
@@ -218,27 +220,16 @@ def _bare_client_first_request(model: ReplayServer, env: dict[str, str],
 
 def _modules_at_first_request(root: Path, env: dict[str, str], model: ReplayServer,
                               folder: Path) -> list[str]:
-    """The AgentLS modules an `agentls run` has imported when it connects to the model (an
-    audit hook notes them), in the order they were first imported."""
-    port = model.base_url.split(":")[2].split("/")[0]
-    out = folder / "modules.txt"
-    code = (
-        "import sys\n"
-        "def hook(event, args):\n"
-        "    if event == 'socket.connect' and isinstance(args[1], tuple) and \\\n"
-        f"            args[1][1] == {port} and not hook.done:\n"
-        "        hook.done = True\n"
-        f"        with open({str(out)!r}, 'w') as f:\n"
-        "            f.write('\\n'.join(m for m in sys.modules if m.startswith('agentls')))\n"
-        "hook.done = False\n"
-        "sys.addaudithook(hook)\n"
-        f"sys.argv = ['agentls', 'run', '-', '--cwd', {str(root)!r}, '--quiet']\n"
-        "from agentls.cli.main import main\n"
-        "main()\n")
+    """The AgentLS modules an `agentls run` has imported when it connects to the model, in
+    the order they were first imported."""
     (root / "src" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    subprocess.run([sys.executable, "-P", "-c", code], env=env, input=PROMPT.encode(),
-                   capture_output=True, check=True, start_new_session=True)
-    return out.read_text().split("\n")
+    done, modules = modules_at_connect(["run", "-", "--cwd", str(root), "--quiet"],
+                                       urlsplit(model.base_url).port or 0,
+                                       folder / "modules.txt", env=env, stdin=PROMPT)
+    if done.returncode != 0 or not modules:
+        raise RuntimeError(f"`agentls run` did not reach the model in {root} "
+                           f"({done.returncode}): {done.stderr[-2000:]}")
+    return modules
 
 
 def _imports_then(modules: list[str]) -> str:

@@ -215,32 +215,17 @@ def test_agentls_run_asks_the_model_before_loading_the_language_server_client_or
     from tests.cli.headless_helpers import make_project, scripted_env
 
     from agentls.devtools.replay.command import ReplayServer
+    from agentls.devtools.startup_probe import modules_at_connect
 
     project = make_project(tmp_path / "project")
     (project / "pyproject.toml").write_text("[project]\nname = 'calc'\n")
-    out = tmp_path / "modules.json"
     with ReplayServer({"steps": [{"times": "*", "reply": {"text": "Nothing to do."}}]}) as model:
-        port = urlsplit(model.base_url).port
-        code = (
-            "import json, sys\n"
-            "def hook(event, args):\n"
-            "    if event == 'socket.connect' and isinstance(args[1], tuple) and \\\n"
-            f"            args[1][1] == {port} and not hook.done:\n"
-            "        hook.done = True\n"
-            "        prefixes = ('lsprotocol', 'pygls', 'agentls.')\n"
-            f"        with open({str(out)!r}, 'w') as f:\n"
-            "            json.dump(sorted(m for m in sys.modules if m.startswith(prefixes)), f)\n"
-            "hook.done = False\n"
-            "sys.addaudithook(hook)\n"
-            f"sys.argv = ['agentls', 'run', '-', '--cwd', {str(project)!r}, '--quiet']\n"
-            "from agentls.cli.main import main\n"
-            "main()\n")
-        done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True,
-                              text=True, env=scripted_env(model), input="Look at calc.",
-                              check=False, timeout=60, start_new_session=True)
+        done, loaded = modules_at_connect(
+            ["run", "-", "--cwd", str(project), "--quiet"], urlsplit(model.base_url).port or 0,
+            tmp_path / "modules.txt", env=scripted_env(model), stdin="Look at calc.",
+            prefixes=("lsprotocol", "pygls", "agentls."))
         assert done.returncode == 0, done.stderr
         offered = {t["function"]["name"] for t in model.requests[0].body.get("tools", [])}
-    loaded = json.loads(out.read_text())
     assert "agentls.langservers.specs" in loaded  # it did decide which servers cover it
     assert not [m for m in loaded if m.startswith(("lsprotocol", "pygls"))
                 or m.removeprefix("agentls.langservers.") in ("client", "running_server",

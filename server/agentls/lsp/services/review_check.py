@@ -155,13 +155,15 @@ def notes(reviews: Sequence[FileReview], display: Callable[[Path], str]) -> list
     person did, and the chat shows each note."""
     out: list[str] = []
     rejected_names = [display(r.path) for r in reviews if r.state == "rejected"]
+    rejected_told = False
     for r in reviews:
         name = display(r.path)
         if r.state == "kept":
             out.append(f"the person kept your change to {name} ({NEW_KIND[r.change.kind]}).")
         elif r.state == "rejected":
-            if name != rejected_names[0]:
+            if rejected_told:
                 continue
+            rejected_told = True
             if len(rejected_names) == 1:
                 out.append(f"the person rejected your change to {name}; it is as it was "
                            "before your last turn. Do not make it again unless asked.")
