@@ -8,9 +8,10 @@ The command runs in a fresh interpreter (``python -P``) with an audit hook that 
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from agentls.base.python_child import python_argv
 
 
 def modules_at_connect(argv: Sequence[str], port: int, out: Path, *,
@@ -33,7 +34,7 @@ def modules_at_connect(argv: Sequence[str], port: int, out: Path, *,
         "from agentls.cli.main import main\n"
         "main()\n")
     out.unlink(missing_ok=True)
-    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+    done = subprocess.run(python_argv("-c", code), capture_output=True, text=True,
                           env=dict(env), input=stdin, check=False, timeout=timeout,
                           start_new_session=True)
     modules = out.read_text().split("\n") if out.exists() else []
